@@ -1,0 +1,84 @@
+//! Parse a Llama-3-8B-shaped header (128,256 tokens, 280,147 merges, ~6 KB chat template,
+//! 291 Q4_K_M tensor infos), beside the floor of merely copying the same bytes.
+//!
+//! Run: `cargo bench -p sipllm-gguf --bench parse`.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use sipllm_gguf::builder::llama3;
+use sipllm_gguf::{Decoder, Event, MetaValue, ParseOptions};
+
+/// The header bytes and padding up to the data section (what a reader must parse).
+fn llama3_header(vocab_div: usize) -> Vec<u8> {
+    let mut bytes = llama3::builder(vocab_div).build_header();
+    let padded = bytes.len().div_ceil(32) * 32;
+    bytes.resize(padded, 0);
+    bytes
+}
+
+fn bench_parse(c: &mut Criterion) {
+    for (label, div) in [("llama3", 1), ("llama3-small", 8)] {
+        let bytes = llama3_header(div);
+        let opts = ParseOptions::default();
+        let mut group = c.benchmark_group(label);
+        group.throughput(Throughput::Bytes(bytes.len() as u64));
+        group.sample_size(50);
+
+        // The floor: copying the header bytes into a buffer that already exists, and into a
+        // fresh one (which also pays for faulting its pages in, as a reader does).
+        let mut dst = vec![0u8; bytes.len()];
+        group.bench_function("floor_memcpy", |b| {
+            b.iter(|| {
+                dst.copy_from_slice(black_box(&bytes));
+                black_box(&dst);
+            })
+        });
+        group.bench_function("floor_to_vec", |b| b.iter(|| black_box(black_box(&bytes).to_vec())));
+
+        group.bench_function("parse_whole_slice", |b| {
+            b.iter(|| sipllm_gguf::parse_with(black_box(&bytes[..]), &opts).unwrap())
+        });
+
+        // The streaming path: the same decoder fed 64 KiB at a time into a growing buffer.
+        group.bench_function("parse_chunked_64k", |b| {
+            b.iter(|| {
+                let mut decoder = Decoder::new(opts);
+                let mut buf = Vec::new();
+                let mut chunks = bytes.chunks(64 << 10);
+                loop {
+                    match decoder.decode(&buf).unwrap().event {
+                        Event::Done => break,
+                        Event::NeedMore { .. } => buf.extend_from_slice(chunks.next().unwrap()),
+                        _ => {}
+                    }
+                }
+                black_box(decoder.finish().unwrap())
+            })
+        });
+
+        // Parsing plus decoding every value and array element (what a dump tool does).
+        group.bench_function("parse_and_walk", |b| {
+            b.iter(|| {
+                let gguf = sipllm_gguf::parse_with(&bytes[..], &opts).unwrap();
+                let mut n = 0usize;
+                for entry in gguf.metadata() {
+                    if let MetaValue::Array(a) = entry.value {
+                        for v in a.iter() {
+                            if let MetaValue::String(s) = v {
+                                n += s.len();
+                            } else {
+                                n += 1;
+                            }
+                        }
+                    }
+                }
+                black_box(n)
+            })
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench_parse);
+criterion_main!(benches);
