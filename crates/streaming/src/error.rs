@@ -1,0 +1,308 @@
+//! The crate's one error type.
+//!
+//! [`StreamError`] keeps a parser error intact ([`StreamError::Parse`] holds the
+//! [`sipllm_gguf::Error`] with its offset, logical path, code and help) and adds what only an
+//! I/O layer knows: the file path, the offset and length of a failed read, how many bytes were
+//! missing at the end of the file, which tensor or metadata key a request named. Every variant
+//! has a stable [`code`](StreamError::code) (`stream::<area>::<name>`; a parse error keeps the
+//! parser's `gguf::…` code) and a [`help`](StreamError::help) text.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use sipllm_gguf::GgmlType;
+
+use crate::backing::ShortRead;
+
+/// Everything that can go wrong opening a weight source or reading from it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StreamError {
+    /// The file could not be opened (or its size read, or mapped).
+    #[error("cannot open {}: {source}", path.display())]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// A read failed with an I/O error.
+    #[error("{}I/O error reading {len} bytes at offset {offset}: {source}", at(path))]
+    Io {
+        /// The file, when the source is a file.
+        path: Option<PathBuf>,
+        /// Absolute offset of the read.
+        offset: u64,
+        /// Bytes requested.
+        len: u64,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// The input ended before a read was complete (the file shrank after it was opened, or a
+    /// source reported a length it does not have).
+    #[error(
+        "{}unexpected end of file: {missing} of the {len} bytes requested at offset {offset} \
+         are missing (the input ends at byte {})",
+        at(path),
+        offset.saturating_add(len.saturating_sub(*missing))
+    )]
+    UnexpectedEof {
+        /// The file, when the source is a file.
+        path: Option<PathBuf>,
+        /// Absolute offset of the read.
+        offset: u64,
+        /// Bytes requested.
+        len: u64,
+        /// Bytes that could not be read.
+        missing: u64,
+    },
+    /// The header or tensor directory is invalid: the parser's error, unchanged.
+    #[error("{}{source}", at(path))]
+    Parse {
+        /// The file, when the source is a file.
+        path: Option<PathBuf>,
+        /// The parser's error (offset, logical path, code, help).
+        source: sipllm_gguf::Error,
+    },
+    /// The destination buffer of a tensor read does not have the tensor's byte size.
+    #[error("tensor {tensor:?} has {expected} bytes but the destination buffer has {got}")]
+    SizeMismatch {
+        /// The tensor's name.
+        tensor: String,
+        /// The tensor's byte size.
+        expected: u64,
+        /// The buffer's length.
+        got: u64,
+    },
+    /// A positional read reaches outside the file.
+    #[error(
+        "{}a read of {len} bytes at offset {offset} reaches outside the file ({file_size} bytes)",
+        at(path)
+    )]
+    OutOfBounds {
+        /// The file, when the source is a file.
+        path: Option<PathBuf>,
+        /// Absolute offset requested.
+        offset: u64,
+        /// Bytes requested.
+        len: u64,
+        /// The size of the file.
+        file_size: u64,
+    },
+    /// A tensor's data does not lie inside the file (checked when the source is opened).
+    #[error(
+        "{}tensor {tensor:?}: its {nbytes} bytes at offset {offset} end past the end of the file \
+         ({file_size} bytes)",
+        at(path)
+    )]
+    TensorOutOfBounds {
+        /// The file, when the source is a file.
+        path: Option<PathBuf>,
+        /// The first tensor (in directory order) that does not fit.
+        tensor: String,
+        /// Its absolute offset.
+        offset: u64,
+        /// Its byte size.
+        nbytes: u64,
+        /// The size of the file.
+        file_size: u64,
+    },
+    /// A tensor read named a [`TensorInfo`](crate::TensorInfo) this source does not list.
+    #[error("tensor {tensor:?} (at offset {offset}) is not a tensor of this source")]
+    NotInSource {
+        /// The name in the given info.
+        tensor: String,
+        /// The offset in the given info.
+        offset: u64,
+    },
+    /// The tensor's type has no defined byte size, so its bytes cannot be located.
+    #[error("tensor {tensor:?} has type {ggml_type}, whose byte size is not known")]
+    UnknownSize {
+        /// The tensor's name.
+        tensor: String,
+        /// Its type.
+        ggml_type: GgmlType,
+    },
+    /// A byte count does not fit this machine's address space (or could not be allocated).
+    #[error("{what} of {bytes} bytes does not fit in memory")]
+    TooLarge {
+        /// What was to be held (e.g. `tensor "x"`, `header buffer`).
+        what: String,
+        /// The byte count.
+        bytes: u64,
+    },
+    /// A metadata key is absent.
+    #[error("metadata key {key:?} is missing")]
+    MetaMissing {
+        /// The key.
+        key: String,
+    },
+    /// A metadata value has another type than the one asked for.
+    #[error("metadata key {key:?}: expected {expected}, found {actual}")]
+    MetaType {
+        /// The key.
+        key: String,
+        /// The type asked for (e.g. `integer`).
+        expected: &'static str,
+        /// The type found (e.g. `float`).
+        actual: &'static str,
+    },
+    /// A metadata integer does not fit the type asked for.
+    #[error("metadata key {key:?}{}: value {value} does not fit {target}", elem(*index))]
+    MetaRange {
+        /// The key.
+        key: String,
+        /// For arrays, the element index.
+        index: Option<u64>,
+        /// The stored value.
+        value: i128,
+        /// The Rust type asked for (e.g. `u32`).
+        target: &'static str,
+    },
+    /// A metadata string is not valid UTF-8 (only files parsed leniently contain these).
+    #[error("metadata key {key:?}{}: the string is not valid UTF-8", elem(*index))]
+    MetaUtf8 {
+        /// The key.
+        key: String,
+        /// For arrays, the element index.
+        index: Option<u64>,
+    },
+}
+
+fn at(path: &Option<PathBuf>) -> String {
+    match path {
+        Some(p) => format!("{}: ", p.display()),
+        None => String::new(),
+    }
+}
+
+fn elem(index: Option<u64>) -> String {
+    index.map(|i| format!("[{i}]")).unwrap_or_default()
+}
+
+impl StreamError {
+    /// The stable code: `stream::<area>::<name>`, or the parser's `gguf::…` code for
+    /// [`StreamError::Parse`]. Codes are API and never reused.
+    pub fn code(&self) -> &'static str {
+        match self {
+            StreamError::Open { .. } => "stream::io::open",
+            StreamError::Io { .. } => "stream::io::read",
+            StreamError::UnexpectedEof { .. } => "stream::io::unexpected_eof",
+            StreamError::Parse { source, .. } => source.code(),
+            StreamError::SizeMismatch { .. } => "stream::read::size_mismatch",
+            StreamError::OutOfBounds { .. } => "stream::read::out_of_bounds",
+            StreamError::TensorOutOfBounds { .. } => "stream::tensor::out_of_bounds",
+            StreamError::NotInSource { .. } => "stream::tensor::not_in_source",
+            StreamError::UnknownSize { .. } => "stream::tensor::unknown_size",
+            StreamError::TooLarge { .. } => "stream::memory::too_large",
+            StreamError::MetaMissing { .. } => "stream::meta::missing",
+            StreamError::MetaType { .. } => "stream::meta::type_mismatch",
+            StreamError::MetaRange { .. } => "stream::meta::out_of_range",
+            StreamError::MetaUtf8 { .. } => "stream::meta::invalid_utf8",
+        }
+    }
+
+    /// What to check or change to fix the problem.
+    pub fn help(&self) -> String {
+        match self {
+            StreamError::Open { .. } => {
+                "check that the path exists, is a regular file and is readable.".into()
+            }
+            StreamError::Io { .. } => "the storage reported an error: check the device, the \
+                network file system, or the permissions."
+                .into(),
+            StreamError::UnexpectedEof { .. } => "the file became shorter after it was opened \
+                (another process truncated or replaced it): reopen it, and copy models with a \
+                write-to-temporary-then-rename so readers never see a partial file."
+                .into(),
+            StreamError::Parse { source, .. } => source.help(),
+            StreamError::SizeMismatch { .. } => "allocate the destination with the tensor's \
+                `nbytes`, or use `read_raw_at` to read part of a tensor."
+                .into(),
+            StreamError::OutOfBounds { .. } => "positional reads must lie inside the file; the \
+                offset or length was computed wrongly."
+                .into(),
+            StreamError::TensorOutOfBounds { .. } => "the file is shorter than its tensor \
+                directory says: it is truncated (an incomplete download or copy). Compare its \
+                size with the source."
+                .into(),
+            StreamError::NotInSource { .. } => "pass a TensorInfo obtained from this source's \
+                `tensors()` or `find()`, not one from another file."
+                .into(),
+            StreamError::UnknownSize { .. } => "this tensor type is newer than this reader (the \
+                lenient profile lists it anyway); its bytes can only be read with `read_raw_at` \
+                once its size is known from elsewhere."
+                .into(),
+            StreamError::TooLarge { .. } => "the size exceeds this machine's address space or \
+                free memory; read the data in parts."
+                .into(),
+            StreamError::MetaMissing { .. } => "the model file lacks this key: check the \
+                architecture prefix (e.g. `llama.` vs `qwen2.`) and the converter version."
+                .into(),
+            StreamError::MetaType { .. } => "the value is stored with another type; use the \
+                accessor for the stored type, or `meta()` for the raw value."
+                .into(),
+            StreamError::MetaRange { .. } => "the stored value is out of range for the type \
+                asked for; use a wider type or check the file."
+                .into(),
+            StreamError::MetaUtf8 { .. } => "the writer stored raw bytes; read the value with \
+                `meta()` and `Text::as_bytes`."
+                .into(),
+        }
+    }
+
+    /// The file the error concerns, when known.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            StreamError::Open { path, .. } => Some(path),
+            StreamError::Io { path, .. }
+            | StreamError::UnexpectedEof { path, .. }
+            | StreamError::Parse { path, .. }
+            | StreamError::OutOfBounds { path, .. }
+            | StreamError::TensorOutOfBounds { path, .. } => path.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The absolute byte offset the error concerns, when there is one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            StreamError::Io { offset, .. }
+            | StreamError::UnexpectedEof { offset, .. }
+            | StreamError::OutOfBounds { offset, .. }
+            | StreamError::TensorOutOfBounds { offset, .. }
+            | StreamError::NotInSource { offset, .. } => Some(*offset),
+            StreamError::Parse { source, .. } => Some(source.offset()),
+            _ => None,
+        }
+    }
+
+    /// The parser's error, for [`StreamError::Parse`].
+    pub fn parse_error(&self) -> Option<&sipllm_gguf::Error> {
+        match self {
+            StreamError::Parse { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// Wraps a parser error.
+    pub(crate) fn parse(path: Option<&Path>, source: sipllm_gguf::Error) -> StreamError {
+        StreamError::Parse { path: path.map(Path::to_path_buf), source }
+    }
+
+    /// Turns the I/O error of a read of `len` bytes at `offset` into a `StreamError`: a
+    /// [`ShortRead`] becomes [`StreamError::UnexpectedEof`], anything else
+    /// [`StreamError::Io`].
+    pub(crate) fn read(path: Option<&Path>, offset: u64, len: u64, err: io::Error) -> StreamError {
+        let path = path.map(Path::to_path_buf);
+        match ShortRead::from_io(&err) {
+            Some(short) => StreamError::UnexpectedEof {
+                path,
+                offset: short.offset,
+                len: short.len,
+                missing: short.missing,
+            },
+            None => StreamError::Io { path, offset, len, source: err },
+        }
+    }
+}

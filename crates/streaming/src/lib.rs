@@ -1,0 +1,58 @@
+//! The weight-streaming seam: open a model file by reading only its header, then pull exactly
+//! the tensor bytes asked for into buffers the caller owns.
+//!
+//! * [`WeightSource`] is what the engine and every other consumer program against: tensors
+//!   ([`TensorInfo`], shapes row-major), bounds-checked raw reads, collapsed lazy metadata
+//!   ([`Meta`]), readahead hints. A GGUF file and a `.llmw` file look the same through it.
+//! * [`GgufFile`] implements it for GGUF: [`read_header`] drives the parser's chunk-fed
+//!   decoder through a refilling window (one read per 64 KiB, never one per field, never the
+//!   whole file), and every tensor is checked to lie inside the file at open.
+//! * [`TensorStore`] is the format-neutral half (source + tensor list + name index + reads +
+//!   readahead) that every format's weight source embeds.
+//! * [`ReadAt`] is a positional byte source (offsets, no seek): [`FileBacking`] (pread by
+//!   default, mmap opt-in, `fadvise`/`madvise` readahead) and [`MemSource`].
+//! * [`StreamError`] keeps a parser error intact and adds I/O context (path, offset, missing
+//!   bytes); every variant has a stable code.
+//!
+//! ```
+//! use sipllm_gguf::GgmlType;
+//! use sipllm_gguf::builder::{GgufBuilder, Value};
+//! use sipllm_streaming::{GgufFile, MemSource, OpenOptions, WeightSource};
+//!
+//! let bytes = GgufBuilder::new()
+//!     .kv("llama.block_count", Value::Uint32(2))
+//!     .kv("tokenizer.ggml.tokens", Value::strings(["<s>", "</s>", "hi"]))
+//!     .tensor("output.weight", GgmlType::F32, &[4, 3]) // GGUF ne = [n_in, n_out]
+//!     .build();
+//! let src = GgufFile::from_source(MemSource::new(bytes), &OpenOptions::default())?;
+//!
+//! assert_eq!(src.meta_uint("llama.block_count")?, 2);
+//! let tokens = src.meta_strs("tokenizer.ggml.tokens")?;
+//! assert_eq!(tokens.iter().nth(2).unwrap(), "hi"); // no allocation
+//!
+//! let t = src.find("output.weight").unwrap();
+//! assert_eq!(t.shape.as_slice(), &[3, 4]); // row-major: [n_out, n_in]
+//! let mut buf = vec![0u8; t.byte_len()?];
+//! src.read_raw(t, &mut buf)?;
+//! # Ok::<(), sipllm_streaming::StreamError>(())
+//! ```
+
+#![deny(unsafe_code)]
+#![deny(rustdoc::broken_intra_doc_links)]
+#![doc(test(attr(deny(warnings))))]
+
+mod backing;
+mod error;
+mod gguf_file;
+#[allow(unsafe_code)]
+mod map;
+mod meta;
+mod source;
+mod store;
+
+pub use backing::{Backend, FileBacking, MemSource, ReadAt, ShortRead};
+pub use error::StreamError;
+pub use gguf_file::{DEFAULT_WINDOW, GgufFile, HeaderStats, OpenOptions, read_header};
+pub use meta::{FloatIter, FloatList, IntIter, IntList, Meta, MetaKind, StrIter, StrList, Text};
+pub use source::{TensorInfo, WeightSource};
+pub use store::TensorStore;

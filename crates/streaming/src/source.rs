@@ -1,0 +1,142 @@
+//! The seam: [`WeightSource`] and the format-neutral [`TensorInfo`].
+
+use sipllm_gguf::GgmlType;
+use smallvec::SmallVec;
+
+use crate::error::StreamError;
+use crate::meta::{self, FloatList, IntList, Meta, MetaKind, StrList, Text};
+
+/// One tensor as the seam describes it, whatever the file format.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TensorInfo {
+    /// The tensor's name (GGUF names that are not UTF-8, which only the lenient profile
+    /// admits, are converted lossily).
+    pub name: String,
+    /// The ggml type of the stored elements.
+    pub ggml_type: GgmlType,
+    /// Dimensions in row-major order, outermost first: `shape[0]` is the output (`n_out`)
+    /// dimension of a matrix and the last entry the row length. GGUF stores the reverse
+    /// (`ne[0]` is the row length), so a `[n_out, n_in]` matrix has GGUF `ne = [n_in, n_out]`.
+    pub shape: SmallVec<[u64; 4]>,
+    /// Absolute byte offset of the data in the file.
+    pub abs_offset: u64,
+    /// Stored byte size; `None` only for a type with no known size (listed by the lenient GGUF
+    /// profile; reading it is [`StreamError::UnknownSize`]).
+    pub nbytes: Option<u64>,
+}
+
+impl TensorInfo {
+    /// Number of elements (product of the shape; 1 for a scalar), `None` on overflow.
+    pub fn element_count(&self) -> Option<u64> {
+        self.shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
+    }
+
+    /// The byte size, or why it is unknown.
+    pub fn byte_size(&self) -> Result<u64, StreamError> {
+        self.nbytes.ok_or_else(|| StreamError::UnknownSize {
+            tensor: self.name.clone(),
+            ggml_type: self.ggml_type,
+        })
+    }
+
+    /// The byte size as a buffer length: what [`WeightSource::read_raw`] expects `dst.len()`
+    /// to be.
+    pub fn byte_len(&self) -> Result<usize, StreamError> {
+        let n = self.byte_size()?;
+        usize::try_from(n).map_err(|_| StreamError::TooLarge {
+            what: format!("tensor {:?}", self.name),
+            bytes: n,
+        })
+    }
+
+    /// Offset one past the last byte, when the size is known and the sum fits.
+    pub fn end(&self) -> Option<u64> {
+        self.abs_offset.checked_add(self.nbytes?)
+    }
+}
+
+/// A source of model weights and metadata: what the engine and every other consumer program
+/// against, whatever the file format.
+///
+/// Object-safe (`Box<dyn WeightSource>`) and shareable across threads: every method takes
+/// `&self`, and reads are positional.
+pub trait WeightSource: Send + Sync {
+    /// Every tensor, in directory order.
+    fn tensors(&self) -> &[TensorInfo];
+
+    /// The tensor with this name.
+    fn find(&self, name: &str) -> Option<&TensorInfo>;
+
+    /// Reads the whole of `tensor` (one of this source's [`tensors`](Self::tensors)) into
+    /// `dst`, whose length must be the tensor's byte size
+    /// ([`StreamError::SizeMismatch`] otherwise).
+    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<(), StreamError>;
+
+    /// Reads `dst.len()` bytes at absolute offset `abs_offset` (any range inside the file,
+    /// e.g. a few rows of a tensor).
+    fn read_raw_at(&self, abs_offset: u64, dst: &mut [u8]) -> Result<(), StreamError>;
+
+    /// The metadata value under `key`, collapsed and borrowed (lists are decoded lazily).
+    fn meta(&self, key: &str) -> Option<Meta<'_>>;
+
+    /// Every metadata pair, in file order.
+    fn metadata(&self) -> Box<dyn Iterator<Item = (Text<'_>, Meta<'_>)> + '_>;
+
+    /// A hint that `tensor` will be read soon (readahead); errors may be ignored.
+    fn prefetch(&self, tensor: &TensorInfo) -> Result<(), StreamError>;
+
+    /// The size of the underlying file in bytes.
+    fn file_size(&self) -> u64;
+
+    /// Every metadata key, in file order.
+    fn meta_keys(&self) -> Box<dyn Iterator<Item = Text<'_>> + '_> {
+        Box::new(self.metadata().map(|(k, _)| k))
+    }
+
+    /// An integer that fits `i64`.
+    fn meta_int(&self, key: &str) -> Result<i64, StreamError> {
+        let v = meta::expect(key, self.meta(key), MetaKind::Int, Meta::as_int)?;
+        i64::try_from(v).map_err(|_| range(key, v, "i64"))
+    }
+
+    /// A non-negative integer that fits `u64` (counts, sizes, token ids).
+    fn meta_uint(&self, key: &str) -> Result<u64, StreamError> {
+        let v = meta::expect(key, self.meta(key), MetaKind::Int, Meta::as_int)?;
+        u64::try_from(v).map_err(|_| range(key, v, "u64"))
+    }
+
+    /// A float (`FLOAT32` widened exactly, or `FLOAT64`). Integers are not converted.
+    fn meta_float(&self, key: &str) -> Result<f64, StreamError> {
+        meta::expect(key, self.meta(key), MetaKind::Float, Meta::as_float)
+    }
+
+    /// A bool.
+    fn meta_bool(&self, key: &str) -> Result<bool, StreamError> {
+        meta::expect(key, self.meta(key), MetaKind::Bool, Meta::as_bool)
+    }
+
+    /// A UTF-8 string.
+    fn meta_str(&self, key: &str) -> Result<&str, StreamError> {
+        let text = meta::expect(key, self.meta(key), MetaKind::Str, Meta::as_text)?;
+        text.as_str().ok_or_else(|| StreamError::MetaUtf8 { key: key.into(), index: None })
+    }
+
+    /// An integer array.
+    fn meta_ints(&self, key: &str) -> Result<IntList<'_>, StreamError> {
+        meta::expect(key, self.meta(key), MetaKind::Ints, Meta::as_ints)
+    }
+
+    /// A float array.
+    fn meta_floats(&self, key: &str) -> Result<FloatList<'_>, StreamError> {
+        meta::expect(key, self.meta(key), MetaKind::Floats, Meta::as_floats)
+    }
+
+    /// A string array.
+    fn meta_strs(&self, key: &str) -> Result<StrList<'_>, StreamError> {
+        meta::expect(key, self.meta(key), MetaKind::Strs, Meta::as_strs)
+    }
+}
+
+fn range(key: &str, value: i128, target: &'static str) -> StreamError {
+    StreamError::MetaRange { key: key.into(), index: None, value, target }
+}

@@ -1,0 +1,242 @@
+//! [`TensorStore`]: the format-neutral half of a weight source.
+//!
+//! A source format (GGUF, `.llmw`, …) parses its own header and hands the store a
+//! [`ReadAt`] and the list of [`TensorInfo`]s. The store checks once that every tensor lies in
+//! the file, indexes the names, and from then on does every tensor read: located, size- and
+//! bounds-checked, with the optional readahead of the next tensors in file order.
+
+use std::fmt;
+use std::hash::{BuildHasher, RandomState};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use hashbrown::HashTable;
+
+use crate::backing::{ReadAt, clamp_range};
+use crate::error::StreamError;
+use crate::source::TensorInfo;
+
+/// Owns a byte source and its tensor list; does the bounds-checked reads every
+/// [`WeightSource`](crate::WeightSource) implementation shares.
+pub struct TensorStore {
+    source: Box<dyn ReadAt>,
+    path: Option<PathBuf>,
+    file_size: u64,
+    tensors: Vec<TensorInfo>,
+    names: HashTable<u32>,
+    hasher: RandomState,
+    /// Tensor indices sorted by `(abs_offset, index)`: file order.
+    by_offset: Vec<u32>,
+    readahead: usize,
+    /// The byte range the last readahead covered, so sequential reads advise each byte once.
+    prefetched: Mutex<(u64, u64)>,
+}
+
+impl fmt::Debug for TensorStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TensorStore")
+            .field("path", &self.path)
+            .field("file_size", &self.file_size)
+            .field("tensors", &self.tensors.len())
+            .field("readahead", &self.readahead)
+            .finish()
+    }
+}
+
+impl TensorStore {
+    /// A store over `source` (of `source.len()` bytes), serving `tensors`.
+    ///
+    /// Fails with [`StreamError::TensorOutOfBounds`] naming the first tensor (in the given
+    /// order) whose data does not lie inside the source, so a truncated file fails here and
+    /// not in the middle of inference. `path` is only used in error messages. `readahead` is
+    /// how many tensors after the one being read, in file order, [`read_raw`](Self::read_raw)
+    /// prefetches (0: none).
+    pub fn new(
+        source: Box<dyn ReadAt>,
+        path: Option<PathBuf>,
+        tensors: Vec<TensorInfo>,
+        readahead: usize,
+    ) -> Result<TensorStore, StreamError> {
+        let file_size = source.len();
+        if let Some(t) = tensors.iter().find(|t| t.nbytes.is_some() && !fits(t, file_size)) {
+            return Err(StreamError::TensorOutOfBounds {
+                path,
+                tensor: t.name.clone(),
+                offset: t.abs_offset,
+                nbytes: t.nbytes.unwrap_or_default(),
+                file_size,
+            });
+        }
+        if u32::try_from(tensors.len()).is_err() {
+            return Err(StreamError::TooLarge {
+                what: "tensor list".into(),
+                bytes: tensors.len() as u64,
+            });
+        }
+        let hasher = RandomState::new();
+        let mut names = HashTable::with_capacity(tensors.len());
+        for (i, t) in tensors.iter().enumerate() {
+            let hash = hasher.hash_one(t.name.as_str());
+            // The first tensor of a name wins (duplicates exist only in lenient GGUF files).
+            if names.find(hash, |&j| name_of(&tensors, j) == t.name).is_none() {
+                names.insert_unique(hash, i as u32, |&j| hasher.hash_one(name_of(&tensors, j)));
+            }
+        }
+        let mut by_offset: Vec<u32> = (0..tensors.len() as u32).collect();
+        by_offset.sort_by_key(|&i| (tensors.get(i as usize).map_or(0, |t| t.abs_offset), i));
+        Ok(TensorStore {
+            source,
+            path,
+            file_size,
+            tensors,
+            names,
+            hasher,
+            by_offset,
+            readahead,
+            prefetched: Mutex::new((0, 0)),
+        })
+    }
+
+    /// Every tensor, in the order given at construction.
+    pub fn tensors(&self) -> &[TensorInfo] {
+        &self.tensors
+    }
+
+    /// The tensor with this name (the first, if a lenient file repeats a name).
+    pub fn find(&self, name: &str) -> Option<&TensorInfo> {
+        let hash = self.hasher.hash_one(name);
+        let &i = self.names.find(hash, |&j| name_of(&self.tensors, j) == name)?;
+        self.tensors.get(i as usize)
+    }
+
+    /// The size of the source.
+    pub fn file_size(&self) -> u64 {
+        self.file_size
+    }
+
+    /// The path given at construction.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// How many tensors [`read_raw`](Self::read_raw) reads ahead.
+    pub fn readahead(&self) -> usize {
+        self.readahead
+    }
+
+    /// The byte source.
+    pub fn source(&self) -> &dyn ReadAt {
+        &*self.source
+    }
+
+    /// Reads all of `tensor` into `dst` (see
+    /// [`WeightSource::read_raw`](crate::WeightSource::read_raw)). With readahead enabled, the
+    /// next tensors in file order are prefetched before the copy starts.
+    pub fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<(), StreamError> {
+        let pos = self.position(tensor)?;
+        let expected = tensor.byte_size()?;
+        if expected != dst.len() as u64 {
+            return Err(StreamError::SizeMismatch {
+                tensor: tensor.name.clone(),
+                expected,
+                got: dst.len() as u64,
+            });
+        }
+        if self.readahead > 0 {
+            // Only a hint: a failure to advise must not fail the read.
+            let _ = self.read_ahead(pos);
+        }
+        self.read_raw_at(tensor.abs_offset, dst)
+    }
+
+    /// Reads `dst.len()` bytes at `abs_offset`, which must lie inside the source.
+    pub fn read_raw_at(&self, abs_offset: u64, dst: &mut [u8]) -> Result<(), StreamError> {
+        let len = dst.len() as u64;
+        match abs_offset.checked_add(len) {
+            Some(end) if end <= self.file_size => {}
+            _ => {
+                return Err(StreamError::OutOfBounds {
+                    path: self.path.clone(),
+                    offset: abs_offset,
+                    len,
+                    file_size: self.file_size,
+                });
+            }
+        }
+        self.source
+            .read_exact_at(abs_offset, dst)
+            .map_err(|e| StreamError::read(self.path.as_deref(), abs_offset, len, e))
+    }
+
+    /// Advises the source that `tensor` will be read soon.
+    pub fn prefetch(&self, tensor: &TensorInfo) -> Result<(), StreamError> {
+        let len = tensor.byte_size()?;
+        self.prefetch_range(tensor.abs_offset, len)
+    }
+
+    /// Advises the source that `offset..offset + len` (clamped to the source) will be read
+    /// soon.
+    pub fn prefetch_range(&self, offset: u64, len: u64) -> Result<(), StreamError> {
+        let Some((offset, len)) = clamp_range(offset, len, self.file_size) else { return Ok(()) };
+        self.source.prefetch(offset, len).map_err(|source| StreamError::Io {
+            path: self.path.clone(),
+            offset,
+            len,
+            source,
+        })
+    }
+
+    /// Where `tensor` is in file order, after checking that it is one of this store's.
+    fn position(&self, tensor: &TensorInfo) -> Result<usize, StreamError> {
+        let start = self.by_offset.partition_point(|&i| self.offset_of(i) < tensor.abs_offset);
+        let equal = self.by_offset.get(start..).unwrap_or_default();
+        equal
+            .iter()
+            .take_while(|&&i| self.offset_of(i) == tensor.abs_offset)
+            .position(|&i| self.tensors.get(i as usize) == Some(tensor))
+            .map(|p| start + p)
+            .ok_or_else(|| StreamError::NotInSource {
+                tensor: tensor.name.clone(),
+                offset: tensor.abs_offset,
+            })
+    }
+
+    fn offset_of(&self, i: u32) -> u64 {
+        self.tensors.get(i as usize).map_or(u64::MAX, |t| t.abs_offset)
+    }
+
+    /// Prefetches the `readahead` tensors after file position `pos`, skipping bytes the
+    /// previous call already covered: one advice call over the span they occupy.
+    fn read_ahead(&self, pos: usize) -> Result<(), StreamError> {
+        let next = self.by_offset.get(pos.saturating_add(1)..).unwrap_or_default();
+        let mut span: Option<(u64, u64)> = None;
+        for t in next.iter().take(self.readahead).filter_map(|&i| self.tensors.get(i as usize)) {
+            let Some(end) = t.end() else { continue };
+            span = Some(match span {
+                None => (t.abs_offset, end),
+                Some((start, old_end)) => (start, old_end.max(end)),
+            });
+        }
+        let Some((mut start, end)) = span else { return Ok(()) };
+        {
+            let mut done = self.prefetched.lock().unwrap_or_else(|e| e.into_inner());
+            let (lo, hi) = *done;
+            if lo <= start && start < hi {
+                start = hi;
+            }
+            if start >= end {
+                return Ok(());
+            }
+            *done = if lo <= start && start <= hi { (lo, end) } else { (start, end) };
+        }
+        self.prefetch_range(start, end - start)
+    }
+}
+
+fn name_of(tensors: &[TensorInfo], i: u32) -> &str {
+    tensors.get(i as usize).map_or("", |t| t.name.as_str())
+}
+
+fn fits(t: &TensorInfo, file_size: u64) -> bool {
+    t.end().is_some_and(|end| end <= file_size)
+}
