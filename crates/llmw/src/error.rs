@@ -1,0 +1,614 @@
+//! Parse errors.
+//!
+//! Every error says **where** (absolute byte offset and length in the `.llmw` file, plus a
+//! logical [`Path`] such as `metadata[12] "tokenizer.tokens"[5031]`), **what** (a
+//! `#[non_exhaustive]` kind with a stable code such as `llmw::metadata::duplicate_key`) and
+//! **how to fix it** ([`Error::help`]). The format is strict and has no warnings: a file is
+//! valid or it is rejected with the first problem in file order.
+//!
+//! The design mirrors `sipllm_gguf::Error`; the types are separate because a `.llmw` path has
+//! its own segments (row-major `dims[j]`, not GGUF's `ne[j]`) and the GGUF path cannot be built
+//! outside its crate.
+
+use std::fmt;
+
+use sipllm_gguf::GgmlType;
+
+/// A fatal parse error: the bytes are not a valid `.llmw` file (or not under these limits).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    kind: ErrorKind,
+    offset: u64,
+    len: u64,
+    path: Path,
+}
+
+impl Error {
+    pub(crate) fn new(kind: ErrorKind, offset: u64, len: u64, path: Path) -> Error {
+        Error { kind, offset, len, path }
+    }
+
+    /// What is wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.kind
+    }
+
+    /// Absolute byte offset of the offending bytes, from the start of the file.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Length of the offending byte range (0 when the problem is a position, such as the end
+    /// of the input).
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// True when the error points at a position rather than a byte range.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Where in the file's logical structure the problem is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The stable code of the kind, e.g. `llmw::header::bad_magic`.
+    pub fn code(&self) -> &'static str {
+        self.kind.code()
+    }
+
+    /// What to check or change to fix the problem.
+    pub fn help(&self) -> &'static str {
+        self.kind.help()
+    }
+
+    /// The message without the location (what [`ErrorKind`]'s `Display` says).
+    pub fn message(&self) -> String {
+        self.kind.to_string()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{} (at byte {})", self.kind, self.offset)
+        } else {
+            write!(f, "{}: {} (at byte {})", self.path, self.kind, self.offset)
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Which string a UTF-8 problem was found in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StrField {
+    /// A metadata key.
+    Key,
+    /// A string value (scalar or array element).
+    Value,
+    /// A tensor name.
+    TensorName,
+}
+
+impl fmt::Display for StrField {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StrField::Key => "key",
+            StrField::Value => "string value",
+            StrField::TensorName => "tensor name",
+        })
+    }
+}
+
+/// What is wrong with the file. Each variant has a stable [`code`](ErrorKind::code) and a
+/// [`help`](ErrorKind::help) text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The first four bytes are not `LLMW`.
+    #[error("bad magic {}: expected \"LLMW\"", show_magic(found))]
+    BadMagic {
+        /// The four bytes found.
+        found: [u8; 4],
+    },
+    /// The format version is not 1 or 2.
+    #[error("unsupported .llmw version {version}: versions 1 and 2 are read")]
+    UnsupportedVersion {
+        /// The version found.
+        version: u32,
+    },
+    /// The input ended inside an item.
+    #[error("unexpected end of input: at least {needed} more byte(s) needed")]
+    UnexpectedEof {
+        /// How many more bytes the item needed, at least.
+        needed: u64,
+    },
+    /// A string, array or the padding would end beyond [`Limits::max_header_bytes`].
+    ///
+    /// [`Limits::max_header_bytes`]: crate::Limits::max_header_bytes
+    #[error("the header would extend past {max} bytes (the header size limit)")]
+    HeaderTooLarge {
+        /// The limit.
+        max: u64,
+    },
+    /// The header declares more metadata entries than the limit allows.
+    #[error("{count} metadata entries declared; the limit is {max}")]
+    TooManyMeta {
+        /// Declared count.
+        count: u32,
+        /// The limit.
+        max: u32,
+    },
+    /// The header declares more tensors than the limit allows.
+    #[error("{count} tensors declared; the limit is {max}")]
+    TooManyTensors {
+        /// Declared count.
+        count: u32,
+        /// The limit.
+        max: u32,
+    },
+    /// A string is longer than the limit.
+    #[error("string of {len} bytes declared; the limit is {max}")]
+    StringTooLong {
+        /// Declared length.
+        len: u32,
+        /// The limit.
+        max: u32,
+    },
+    /// An array has more elements than the limit.
+    #[error("array of {len} elements declared; the limit is {max}")]
+    ArrayTooLong {
+        /// Declared element count.
+        len: u32,
+        /// The limit.
+        max: u32,
+    },
+    /// A metadata key is empty.
+    #[error("empty key")]
+    EmptyKey,
+    /// A key, string value or tensor name is not valid UTF-8.
+    #[error("{field} is not valid UTF-8 (invalid byte at +{valid_up_to})")]
+    InvalidUtf8 {
+        /// Which kind of string.
+        field: StrField,
+        /// Bytes of valid UTF-8 before the first invalid byte.
+        valid_up_to: u64,
+    },
+    /// The same key appears twice.
+    #[error("duplicate key (first defined by metadata[{first}])")]
+    DuplicateKey {
+        /// Index of the first entry with this key.
+        first: u32,
+    },
+    /// A metadata type tag outside 0–5.
+    #[error("unknown metadata type tag {tag}")]
+    UnknownTag {
+        /// The tag found.
+        tag: u8,
+    },
+    /// An array tag (3–5) in a version 1 file.
+    #[error("array type tag {tag} in a version 1 file: arrays need version 2")]
+    ArrayInVersion1 {
+        /// The tag found.
+        tag: u8,
+    },
+    /// A tensor name is empty.
+    #[error("empty tensor name")]
+    EmptyTensorName,
+    /// Two tensors have the same name.
+    #[error("duplicate tensor name (first used by tensor[{first}])")]
+    DuplicateTensor {
+        /// Index of the first tensor with this name.
+        first: u32,
+    },
+    /// A dtype code ggml never defined (beyond its table).
+    #[error("unknown dtype {code}")]
+    UnknownDtype {
+        /// The code found.
+        code: u32,
+    },
+    /// A dtype code ggml removed: its size is no longer defined.
+    #[error("dtype {code} ({name}) was removed from ggml")]
+    RemovedDtype {
+        /// The code found.
+        code: u32,
+        /// Its historical name.
+        name: &'static str,
+    },
+    /// `n_dims` is 0 or above 4.
+    #[error("{n_dims} dimensions; 1 to 4 allowed")]
+    BadDimCount {
+        /// The value found.
+        n_dims: u32,
+    },
+    /// A dimension is 0.
+    #[error("dimension is 0")]
+    ZeroDim,
+    /// The innermost (last, row-length) dimension is not a multiple of the dtype's block size.
+    #[error("row length {row_len} is not a multiple of the block size {block_size} of {dtype}")]
+    NotBlockMultiple {
+        /// The innermost dimension.
+        row_len: u64,
+        /// The dtype's block size.
+        block_size: u64,
+        /// The dtype.
+        dtype: GgmlType,
+    },
+    /// The product of the dimensions overflows 64 bits.
+    #[error("the element count overflows 64 bits")]
+    ElementCountOverflow,
+    /// The tensor's byte size overflows 64 bits.
+    #[error("the byte size overflows 64 bits")]
+    ByteSizeOverflow,
+    /// The stored byte size disagrees with dtype × dims.
+    #[error("byte size {declared} disagrees with dtype x dims = {expected}")]
+    SizeMismatch {
+        /// The size stored in the directory.
+        declared: u64,
+        /// What dtype and dims require.
+        expected: u64,
+    },
+    /// A tensor offset is not a multiple of 64.
+    #[error("offset {offset} is not a multiple of 64")]
+    Misaligned {
+        /// The offset found.
+        offset: u64,
+    },
+    /// A tensor's data starts before the previous tensor's (tensors must be stored in
+    /// directory order).
+    #[error("data at {offset} starts before the previous tensor's data at {previous}")]
+    OutOfOrder {
+        /// This tensor's offset.
+        offset: u64,
+        /// The previous tensor's offset.
+        previous: u64,
+    },
+    /// A tensor's data starts inside the previous tensor's data.
+    #[error("data at {offset} overlaps the previous tensor's data, which ends at {previous_end}")]
+    Overlap {
+        /// This tensor's offset.
+        offset: u64,
+        /// End of the previous tensor's data.
+        previous_end: u64,
+    },
+    /// `offset + size` overflows 64 bits.
+    #[error("offset + size overflows 64 bits")]
+    OffsetOverflow,
+    /// Tensor data starts before the data section (inside the header or its padding).
+    #[error("data at {offset} starts before the data section at {data_start}")]
+    BeforeDataSection {
+        /// The offset found.
+        offset: u64,
+        /// Where the data section starts.
+        data_start: u64,
+    },
+    /// Tensor data ends past the end of the file.
+    #[error("data ends at {end}, past the end of the file ({file_size} bytes)")]
+    OutOfBounds {
+        /// End of the tensor's data.
+        end: u64,
+        /// The file size.
+        file_size: u64,
+    },
+    /// A byte of the padding between the directory and the data section is not zero.
+    #[error("padding byte {value:#04x} is not zero")]
+    NonZeroPadding {
+        /// The byte found.
+        value: u8,
+    },
+    /// The decoder was driven against its contract (a bug in the caller).
+    #[error("decoder misuse: {reason}")]
+    Misuse {
+        /// What went wrong.
+        reason: &'static str,
+    },
+}
+
+fn show_magic(found: &[u8; 4]) -> String {
+    let hex: Vec<String> = found.iter().map(|b| format!("{b:02x}")).collect();
+    let ascii: String =
+        found.iter().map(|&b| if b.is_ascii_graphic() { b as char } else { '.' }).collect();
+    format!("{} ({ascii:?})", hex.join(" "))
+}
+
+impl ErrorKind {
+    /// Every code [`code`](Self::code) can return, in declaration order.
+    pub const CODES: &'static [&'static str] = &[
+        "llmw::header::bad_magic",
+        "llmw::header::unsupported_version",
+        "llmw::input::unexpected_eof",
+        "llmw::limits::header_too_large",
+        "llmw::limits::too_many_meta",
+        "llmw::limits::too_many_tensors",
+        "llmw::limits::string_too_long",
+        "llmw::limits::array_too_long",
+        "llmw::metadata::empty_key",
+        "llmw::metadata::invalid_utf8_key",
+        "llmw::metadata::invalid_utf8_value",
+        "llmw::tensor::invalid_utf8_name",
+        "llmw::metadata::duplicate_key",
+        "llmw::metadata::unknown_tag",
+        "llmw::metadata::array_in_v1",
+        "llmw::tensor::empty_name",
+        "llmw::tensor::duplicate_name",
+        "llmw::tensor::unknown_dtype",
+        "llmw::tensor::removed_dtype",
+        "llmw::tensor::bad_dim_count",
+        "llmw::tensor::zero_dim",
+        "llmw::tensor::not_block_multiple",
+        "llmw::tensor::element_count_overflow",
+        "llmw::tensor::byte_size_overflow",
+        "llmw::tensor::size_mismatch",
+        "llmw::layout::misaligned",
+        "llmw::layout::out_of_order",
+        "llmw::layout::overlap",
+        "llmw::layout::offset_overflow",
+        "llmw::layout::before_data_section",
+        "llmw::layout::out_of_bounds",
+        "llmw::layout::nonzero_padding",
+        "llmw::decoder::misuse",
+    ];
+
+    /// The stable code: `llmw::<area>::<name>`. Codes are API: they never change meaning.
+    pub fn code(&self) -> &'static str {
+        use ErrorKind::*;
+        match self {
+            BadMagic { .. } => "llmw::header::bad_magic",
+            UnsupportedVersion { .. } => "llmw::header::unsupported_version",
+            UnexpectedEof { .. } => "llmw::input::unexpected_eof",
+            HeaderTooLarge { .. } => "llmw::limits::header_too_large",
+            TooManyMeta { .. } => "llmw::limits::too_many_meta",
+            TooManyTensors { .. } => "llmw::limits::too_many_tensors",
+            StringTooLong { .. } => "llmw::limits::string_too_long",
+            ArrayTooLong { .. } => "llmw::limits::array_too_long",
+            EmptyKey => "llmw::metadata::empty_key",
+            InvalidUtf8 { field: StrField::Key, .. } => "llmw::metadata::invalid_utf8_key",
+            InvalidUtf8 { field: StrField::Value, .. } => "llmw::metadata::invalid_utf8_value",
+            InvalidUtf8 { field: StrField::TensorName, .. } => "llmw::tensor::invalid_utf8_name",
+            DuplicateKey { .. } => "llmw::metadata::duplicate_key",
+            UnknownTag { .. } => "llmw::metadata::unknown_tag",
+            ArrayInVersion1 { .. } => "llmw::metadata::array_in_v1",
+            EmptyTensorName => "llmw::tensor::empty_name",
+            DuplicateTensor { .. } => "llmw::tensor::duplicate_name",
+            UnknownDtype { .. } => "llmw::tensor::unknown_dtype",
+            RemovedDtype { .. } => "llmw::tensor::removed_dtype",
+            BadDimCount { .. } => "llmw::tensor::bad_dim_count",
+            ZeroDim => "llmw::tensor::zero_dim",
+            NotBlockMultiple { .. } => "llmw::tensor::not_block_multiple",
+            ElementCountOverflow => "llmw::tensor::element_count_overflow",
+            ByteSizeOverflow => "llmw::tensor::byte_size_overflow",
+            SizeMismatch { .. } => "llmw::tensor::size_mismatch",
+            Misaligned { .. } => "llmw::layout::misaligned",
+            OutOfOrder { .. } => "llmw::layout::out_of_order",
+            Overlap { .. } => "llmw::layout::overlap",
+            OffsetOverflow => "llmw::layout::offset_overflow",
+            BeforeDataSection { .. } => "llmw::layout::before_data_section",
+            OutOfBounds { .. } => "llmw::layout::out_of_bounds",
+            NonZeroPadding { .. } => "llmw::layout::nonzero_padding",
+            Misuse { .. } => "llmw::decoder::misuse",
+        }
+    }
+
+    /// What to check or change: what in the file is wrong and what usually causes it.
+    pub fn help(&self) -> &'static str {
+        use ErrorKind::*;
+        match self {
+            BadMagic { .. } => {
+                "this is not a .llmw file, or it is damaged at the start: check the path and \
+                 that the copy completed (a GGUF file starts with \"GGUF\")."
+            }
+            UnsupportedVersion { .. } => {
+                "this reader knows versions 1 (scalar metadata) and 2 (adds arrays); a newer \
+                 version needs a newer reader, 0 is invalid."
+            }
+            UnexpectedEof { .. } => {
+                "the file is truncated: the write or copy did not complete. Compare its size \
+                 with the source, or write it again."
+            }
+            HeaderTooLarge { .. }
+            | TooManyMeta { .. }
+            | TooManyTensors { .. }
+            | StringTooLong { .. }
+            | ArrayTooLong { .. } => {
+                "a declared size is far beyond any real model file, which usually means a \
+                 corrupted length field; if the file is genuine, raise the limit in Limits."
+            }
+            EmptyKey => "every metadata key needs a name; the length field is probably 0.",
+            InvalidUtf8 { .. } => {
+                ".llmw keys, names and strings must be UTF-8; the writer stored raw bytes or \
+                 the field is corrupted."
+            }
+            DuplicateKey { .. } => "a key may appear once; remove one of the two entries.",
+            UnknownTag { .. } => {
+                "metadata type tags are 0 (i64), 1 (f64), 2 (string) and, in version 2, 3-5 \
+                 (arrays); the tag byte is corrupted or the file is from a newer writer."
+            }
+            ArrayInVersion1 { .. } => {
+                "array tags 3-5 exist only in version 2; the writer must set version 2 (the \
+                 ModelWriter does this whenever an array is present)."
+            }
+            EmptyTensorName => "every tensor needs a name; the length field is probably 0.",
+            DuplicateTensor { .. } => "each tensor name must be unique; rename one.",
+            UnknownDtype { .. } => {
+                "dtypes are ggml type codes; this one is newer than this reader or the field is \
+                 corrupted."
+            }
+            RemovedDtype { .. } => "ggml removed this type; convert the tensor to a current type.",
+            BadDimCount { .. } => {
+                "tensors have 1 to 4 dimensions (store a scalar as dims [1]); the n_dims field \
+                 is probably corrupted."
+            }
+            ZeroDim => {
+                ".llmw tensors are never empty: every dimension must be at least 1. Leave the \
+                 tensor out instead."
+            }
+            NotBlockMultiple { .. } => {
+                "quantized rows are stored in whole blocks; the last (innermost) dimension must \
+                 be a multiple of the block size."
+            }
+            ElementCountOverflow | ByteSizeOverflow => {
+                "the dimensions multiply past 64 bits: they are corrupted (or crafted to \
+                 overflow a reader's size math)."
+            }
+            SizeMismatch { .. } => {
+                "the stored byte size must equal what dtype x dims requires; the dtype, the \
+                 dims or the size field is wrong."
+            }
+            Misaligned { .. } => {
+                "tensor data must start at a multiple of 64 bytes from the start of the file; \
+                 the offset field is corrupted."
+            }
+            OutOfOrder { .. } => {
+                "tensor data must be stored in directory order; rewrite the file with the \
+                 ModelWriter."
+            }
+            Overlap { .. } => "two tensors share bytes; the directory is corrupted.",
+            OffsetOverflow => {
+                "an offset is so large that offset + size overflows; the field is corrupted."
+            }
+            BeforeDataSection { .. } => {
+                "tensor data must start at or after the data section (the end of the tensor \
+                 directory rounded up to 64); the offset field is corrupted."
+            }
+            OutOfBounds { .. } => {
+                "the file is shorter than its directory says: it is truncated or the offset is \
+                 corrupted."
+            }
+            NonZeroPadding { .. } => {
+                "the padding between the directory and the data section must be zero; \
+                 non-zero bytes can hide data."
+            }
+            Misuse { .. } => "this is a bug in the program driving the decoder.",
+        }
+    }
+}
+
+/// A logical location in a `.llmw` file, e.g. `tensor[7] "blk.0.attn_q.weight" dims[1]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Path(Vec<PathSeg>);
+
+impl Path {
+    /// The empty path (the file as a whole).
+    pub fn root() -> Path {
+        Path(Vec::new())
+    }
+
+    /// The segments, outermost first.
+    pub fn segments(&self) -> &[PathSeg] {
+        &self.0
+    }
+
+    /// True for the root path.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(crate) fn with(mut self, seg: PathSeg) -> Path {
+        self.0.push(seg);
+        self
+    }
+}
+
+/// One step of a [`Path`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PathSeg {
+    /// A field of the fixed header (`magic`, `version`, `tensor_count`, `meta_count`).
+    Header(&'static str),
+    /// The n-th metadata entry, with its key when it could be read.
+    Metadata {
+        /// Index in file order.
+        index: u32,
+        /// The key, lossily decoded.
+        key: Option<Box<str>>,
+    },
+    /// The n-th tensor info, with its name when it could be read.
+    Tensor {
+        /// Index in directory order.
+        index: u32,
+        /// The name, lossily decoded.
+        name: Option<Box<str>>,
+    },
+    /// An array element.
+    Element(u32),
+    /// A tensor dimension, row-major (`dims[0]` is the outermost).
+    Dim(u32),
+    /// A named field of the enclosing item (`key`, `tag`, `value`, `count`, `dtype`,
+    /// `n_dims`, `offset`, `size`, …).
+    Field(&'static str),
+    /// The padding between the directory and the data section.
+    Padding,
+}
+
+impl fmt::Display for Path {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, seg) in self.0.iter().enumerate() {
+            let sep = if i == 0 { "" } else { " " };
+            match seg {
+                PathSeg::Header(field) => write!(f, "{sep}header.{field}")?,
+                PathSeg::Metadata { index, key: Some(key) } => {
+                    write!(f, "{sep}metadata[{index}] {key:?}")?
+                }
+                PathSeg::Metadata { index, key: None } => write!(f, "{sep}metadata[{index}]")?,
+                PathSeg::Tensor { index, name: Some(name) } => {
+                    write!(f, "{sep}tensor[{index}] {name:?}")?
+                }
+                PathSeg::Tensor { index, name: None } => write!(f, "{sep}tensor[{index}]")?,
+                PathSeg::Element(i) => write!(f, "[{i}]")?,
+                PathSeg::Dim(j) => write!(f, "{sep}dims[{j}]")?,
+                PathSeg::Field(name) => write!(f, "{sep}{name}")?,
+                PathSeg::Padding => write!(f, "{sep}padding")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_render_like_the_docs_say() {
+        let p = Path::root()
+            .with(PathSeg::Metadata { index: 12, key: Some("tokenizer.tokens".into()) })
+            .with(PathSeg::Element(5031));
+        assert_eq!(p.to_string(), "metadata[12] \"tokenizer.tokens\"[5031]");
+        let p = Path::root()
+            .with(PathSeg::Tensor { index: 7, name: Some("blk.0.attn_q.weight".into()) })
+            .with(PathSeg::Dim(1));
+        assert_eq!(p.to_string(), "tensor[7] \"blk.0.attn_q.weight\" dims[1]");
+        // Control characters from the file are escaped, never printed raw.
+        let p = Path::root().with(PathSeg::Metadata { index: 0, key: Some("a\x1b[2Jb".into()) });
+        assert_eq!(p.to_string(), "metadata[0] \"a\\u{1b}[2Jb\"");
+    }
+
+    #[test]
+    fn bad_magic_shows_hex_and_ascii() {
+        let e = ErrorKind::BadMagic { found: *b"GGUF" };
+        assert_eq!(e.to_string(), "bad magic 47 47 55 46 (\"GGUF\"): expected \"LLMW\"");
+    }
+
+    #[test]
+    fn codes_are_unique_and_well_formed() {
+        let mut seen = std::collections::HashSet::new();
+        for code in ErrorKind::CODES {
+            assert!(seen.insert(code), "duplicate code {code}");
+            let parts: Vec<&str> = code.split("::").collect();
+            assert_eq!(parts.len(), 3, "{code}");
+            assert_eq!(parts[0], "llmw", "{code}");
+            for part in &parts[1..] {
+                assert!(
+                    !part.is_empty()
+                        && part
+                            .bytes()
+                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                    "{code}"
+                );
+            }
+        }
+    }
+}

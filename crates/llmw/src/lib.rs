@@ -1,0 +1,157 @@
+//! `.llmw`, the engine's simple sibling of GGUF: a strict, zero-copy, chunk-fed parser and a
+//! [`ModelWriter`].
+//!
+//! The format (specified byte by byte in `docs/llmw.md`) is a 16-byte header (`LLMW`,
+//! version, tensor count, metadata count), metadata entries with three scalar types (`i64`,
+//! `f64`, string) and, from version 2, three array types, a tensor directory whose entries
+//! carry ggml dtypes, row-major dims, **absolute** 64-aligned offsets and byte sizes, and the
+//! tensor data. Every number is little-endian; every count and length is 32-bit.
+//!
+//! * **No `unsafe`; no I/O in the parser**: bytes in, a typed AST or an error out. Only the
+//!   [`writer`] module does I/O (a test enforces this).
+//! * **One decoder for every input shape**: [`Decoder`] is fed bytes in chunks of any size with
+//!   exactly the contract of `sipllm_gguf::Decoder`; [`parse`] runs the same decoder over a
+//!   whole slice, so chunked and whole results are identical by construction.
+//! * **Zero-copy**: the AST ([`Llmw`]) records spans into the header bytes; values decode on
+//!   demand and string arrays iterate without allocating. Nothing is allocated in proportion
+//!   to a declared count.
+//! * **Strict**: every problem — bad UTF-8, duplicate keys or names, unknown or removed dtypes,
+//!   a byte size that disagrees with dtype × dims, misaligned, out-of-order, overlapping or
+//!   out-of-bounds data — is an [`Error`] with an absolute offset, a logical [`Path`], a stable
+//!   code such as `llmw::tensor::size_mismatch` and a help text.
+//! * **One size rule**: byte sizes come from `sipllm_gguf::tensor_nbytes`, the workspace's one
+//!   checked size helper (called with the dims reversed into GGUF order).
+//!
+//! ```
+//! use sipllm_llmw::{GgmlType, ModelWriter, parse};
+//!
+//! let data = [0u8; 4 * 3 * 4];
+//! let mut w = ModelWriter::new();
+//! w.add_meta_str("general.name", "tiny")?
+//!     .add_meta_f64("rope.theta", 10000.0)?
+//!     .add_tensor("embd", GgmlType::F32, &[4, 3], &data)?;
+//! let bytes = w.to_vec()?;
+//!
+//! let file = parse(&bytes)?;
+//! assert_eq!(file.version(), 1); // no arrays: the oldest version that can hold it
+//! assert_eq!(file.get_str("general.name"), Some("tiny"));
+//! let t = file.tensor("embd").unwrap();
+//! assert_eq!(t.info.dims(), &[4, 3]); // row-major, as stored
+//! assert_eq!(t.info.gguf_dims().as_slice(), &[3, 4]); // ne[0] first
+//! assert_eq!(t.info.offset() % 64, 0);
+//! assert_eq!(t.info.nbytes(), 48);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Feeding chunks (what a streaming reader does; see [`Decoder`] for the contract):
+//!
+//! ```
+//! # use sipllm_llmw::ModelWriter;
+//! use sipllm_llmw::{Decoder, Event, Llmw, ParseOptions};
+//!
+//! # let mut w = ModelWriter::new();
+//! # w.add_meta_str("general.name", "x")?;
+//! # let file = w.to_vec()?;
+//! let mut decoder = Decoder::new(ParseOptions::default());
+//! let mut buf = Vec::new();
+//! let mut chunks = file.chunks(7);
+//! loop {
+//!     match decoder.decode(&buf)?.event {
+//!         Event::Done => break,
+//!         Event::NeedMore { .. } => match chunks.next() {
+//!             Some(chunk) => buf.extend_from_slice(chunk),
+//!             None => return Err(decoder.end_of_input(&buf).into()),
+//!         },
+//!         _ => {}
+//!     }
+//! }
+//! let parsed = Llmw::from_parts(buf, decoder.finish()?)?;
+//! assert_eq!(parsed.get_str("general.name"), Some("x"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![forbid(unsafe_code)]
+#![deny(rustdoc::broken_intra_doc_links)]
+#![doc(test(attr(deny(warnings))))]
+
+mod ast;
+mod decoder;
+mod error;
+mod grammar;
+mod index;
+mod options;
+mod value;
+pub mod writer;
+
+pub use ast::{Directory, Header, Llmw, MetaEntry, MetaInfo, TensorInfo, TensorRef};
+pub use decoder::{Decoder, Event, Step};
+pub use error::{Error, ErrorKind, Path, PathSeg, StrField};
+pub use options::{Limits, ParseOptions};
+pub use sipllm_gguf::{GgmlType, Span};
+pub use value::{MetaType, MetaValue, Number, NumberIter, Numbers, StrArray, StrIter};
+pub use writer::{ModelWriter, WriteError, WriteLayout};
+
+/// The magic bytes every `.llmw` file starts with (`0x574D4C4C` read as a little-endian u32).
+pub const MAGIC: [u8; 4] = *b"LLMW";
+
+/// The newest format version this crate reads and writes.
+pub const LATEST_VERSION: u32 = 2;
+
+/// The alignment of tensor data offsets, from the start of the file.
+pub const ALIGNMENT: u64 = 64;
+
+/// Parses a whole `.llmw` file held in memory.
+///
+/// `bytes` is taken to be the entire file: tensor data must lie inside it. To parse only a
+/// header prefix, use [`parse_with`] with `file_size` set to the real size (or `None`).
+pub fn parse(bytes: &[u8]) -> Result<Llmw<&[u8]>, Error> {
+    parse_with(bytes, &ParseOptions::default().with_file_size(Some(bytes.len() as u64)))
+}
+
+/// Parses with explicit options; `bytes` must hold at least the header and, when the file has
+/// tensors, the padding up to the data section.
+///
+/// This runs the same [`Decoder`] a streaming reader uses, over the whole slice at once.
+pub fn parse_with<B: AsRef<[u8]>>(bytes: B, opts: &ParseOptions) -> Result<Llmw<B>, Error> {
+    let dir = decode(bytes.as_ref(), opts)?;
+    // The decoder only records spans inside `bytes`, so this cannot fail.
+    Llmw::from_parts(bytes, dir)
+}
+
+/// Decodes the directory of the `.llmw` file at the start of `bytes` (spans only, no bytes
+/// kept).
+pub fn decode(bytes: &[u8], opts: &ParseOptions) -> Result<Directory, Error> {
+    let mut decoder = Decoder::new(*opts);
+    loop {
+        match decoder.decode(bytes)?.event {
+            Event::Done => return decoder.finish(),
+            Event::NeedMore { .. } => return Err(decoder.end_of_input(bytes)),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The parser modules do no I/O: only `writer.rs` may name `std::io` or `std::fs`.
+    #[test]
+    fn parser_modules_do_no_io() {
+        let modules = [
+            ("lib.rs", include_str!("lib.rs")),
+            ("ast.rs", include_str!("ast.rs")),
+            ("decoder.rs", include_str!("decoder.rs")),
+            ("error.rs", include_str!("error.rs")),
+            ("grammar.rs", include_str!("grammar.rs")),
+            ("index.rs", include_str!("index.rs")),
+            ("options.rs", include_str!("options.rs")),
+            ("value.rs", include_str!("value.rs")),
+        ];
+        for (name, src) in modules {
+            // This test's own source names the paths it forbids; skip this module.
+            let src = src.split("#[cfg(test)]").next().unwrap_or(src);
+            for forbidden in ["std::io", "std::fs", "std::net", "std::process"] {
+                assert!(!src.contains(forbidden), "{name} uses {forbidden}");
+            }
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! The integration tests, built as one binary.
+
+mod malformed;
+mod support;
