@@ -278,3 +278,33 @@ fn a_destination_without_a_file_name_is_refused() {
         "{err}"
     );
 }
+
+/// The example in docs/llmw.md, byte for byte.
+#[test]
+fn the_docs_example_is_byte_exact() {
+    let data: Vec<u8> = (0..24).collect();
+    let mut w = ModelWriter::new();
+    w.add_meta_strs("tokens", ["a", "bc"]).unwrap();
+    w.add_tensor("w", GgmlType::F32, &[2, 3], &data).unwrap();
+    let bytes = w.to_vec().unwrap();
+    let mut expect = Vec::new();
+    expect.extend(b"LLMW");
+    expect.extend([2, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0]);
+    expect.extend([6, 0, 0, 0]);
+    expect.extend(b"tokens");
+    expect.push(5);
+    expect.extend([2, 0, 0, 0, 1, 0, 0, 0, b'a', 2, 0, 0, 0, b'b', b'c']);
+    expect.extend([1, 0, 0, 0, b'w']);
+    expect.extend([0, 0, 0, 0, 2, 0, 0, 0]);
+    expect.extend(2u64.to_le_bytes());
+    expect.extend(3u64.to_le_bytes());
+    assert_eq!(expect.len(), 71);
+    expect.extend(128u64.to_le_bytes());
+    expect.extend(24u64.to_le_bytes());
+    assert_eq!(expect.len(), 87);
+    expect.resize(128, 0);
+    expect.extend(&data);
+    assert_eq!(bytes, expect);
+    assert_eq!(bytes.len(), 152);
+    assert_eq!(u32::from_le_bytes(*b"LLMW"), 0x574D_4C4C);
+}
