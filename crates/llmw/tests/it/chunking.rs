@@ -102,3 +102,22 @@ fn random_bytes_never_panic_and_chunkings_agree() {
         }
     }
 }
+
+#[test]
+fn a_huge_declared_length_is_refused_before_its_bytes_are_requested() {
+    use sipllm_llmw::{Decoder, Limits};
+    // A key declaring 60 MiB (under the string limit) in a file whose header may be 1 MiB:
+    // the decoder fails with the 20 bytes it has instead of asking for 60 MiB.
+    let mut r = crate::support::Raw::header(1, 0, 1);
+    r.u32(60 << 20).bytes(b"abcd");
+    let limits = Limits { max_header_bytes: 1 << 20, ..Limits::default() };
+    let mut decoder = Decoder::new(ParseOptions::default().with_limits(limits));
+    assert_eq!(decoder.decode(&r.buf).unwrap().event, sipllm_llmw::Event::Header);
+    let err = decoder.decode(&r.buf).unwrap_err();
+    assert_eq!((err.code(), err.offset()), ("llmw::limits::header_too_large", 16));
+    // Past the string limit, whatever the header limit.
+    let mut r = crate::support::Raw::header(1, 0, 1);
+    r.u32(u32::MAX);
+    let err = parse(&r.buf).unwrap_err();
+    assert_eq!((err.code(), err.offset()), ("llmw::limits::string_too_long", 16));
+}

@@ -126,6 +126,7 @@ pub(crate) fn decode_chunked(
             Event::Done => return decoder.finish(),
             Event::NeedMore { needed } => {
                 assert!(needed > 0);
+                assert_header_limit(have, needed, opts);
                 if have == bytes.len() {
                     return Err(decoder.end_of_input(buf));
                 }
@@ -134,6 +135,13 @@ pub(crate) fn decode_chunked(
             _ => {}
         }
     }
+}
+
+/// Limits are checked before bytes are requested: no `NeedMore` asks a caller to buffer more
+/// than the header limit (plus one fixed-size field of at most 8 bytes).
+fn assert_header_limit(have: usize, needed: u64, opts: &ParseOptions) {
+    let max = opts.limits.max_header_bytes + 8;
+    assert!(have as u64 + needed <= max, "NeedMore {{ needed: {needed} }} at {have}: past {max}");
 }
 
 /// Drives a decoder appending exactly what each `NeedMore` asks for: ends in a bounded number
@@ -149,6 +157,7 @@ pub(crate) fn decode_minimal(bytes: &[u8], opts: &ParseOptions) -> Result<Direct
         match decoder.decode(buf)?.event {
             Event::Done => return decoder.finish(),
             Event::NeedMore { needed } => {
+                assert_header_limit(have, needed, opts);
                 if have == bytes.len() {
                     return Err(decoder.end_of_input(buf));
                 }
