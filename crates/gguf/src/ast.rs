@@ -26,11 +26,13 @@ pub struct Span {
 }
 
 impl Span {
-    pub(crate) fn new(offset: u64, len: u64) -> Span {
+    /// The span of `len` bytes at `offset`.
+    pub fn new(offset: u64, len: u64) -> Span {
         Span { offset, len }
     }
 
-    pub(crate) fn between(start: u64, end: u64) -> Span {
+    /// The span from `start` to `end` (empty if `end < start`).
+    pub fn between(start: u64, end: u64) -> Span {
         Span { offset: start, len: end.saturating_sub(start) }
     }
 

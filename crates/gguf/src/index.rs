@@ -2,14 +2,19 @@
 //!
 //! The table stores `(hash, item index)` pairs; names are compared by resolving the index back
 //! to its span in the header bytes. Hashing uses std's randomly keyed SipHash, so a crafted
-//! file cannot force collisions.
+//! file cannot force collisions. Public so the sibling format crates index their names the
+//! same way.
 
 use std::hash::{BuildHasher, RandomState};
 
 use hashbrown::HashTable;
 
+/// A hash index from names (byte strings stored elsewhere) to item indices.
+///
+/// The caller keeps the names; every operation takes a `resolve` closure mapping an item index
+/// back to its name bytes, so the index holds no copies.
 #[derive(Clone, Default)]
-pub(crate) struct NameIndex {
+pub struct NameIndex {
     table: HashTable<(u64, u32)>,
     state: RandomState,
 }
@@ -20,13 +25,13 @@ impl NameIndex {
     }
 
     /// The index of the item named `name`; `resolve` maps an item index to its name bytes.
-    pub(crate) fn find<'b>(&self, name: &[u8], resolve: impl Fn(u32) -> &'b [u8]) -> Option<u32> {
+    pub fn find<'b>(&self, name: &[u8], resolve: impl Fn(u32) -> &'b [u8]) -> Option<u32> {
         let hash = self.hash(name);
         self.table.find(hash, |&(h, idx)| h == hash && resolve(idx) == name).map(|&(_, idx)| idx)
     }
 
     /// Records `idx` under `name`, replacing an earlier item of the same name ("last wins").
-    pub(crate) fn insert<'b>(&mut self, name: &[u8], idx: u32, resolve: impl Fn(u32) -> &'b [u8]) {
+    pub fn insert<'b>(&mut self, name: &[u8], idx: u32, resolve: impl Fn(u32) -> &'b [u8]) {
         let hash = self.hash(name);
         match self.table.find_mut(hash, |&(h, i)| h == hash && resolve(i) == name) {
             Some(slot) => slot.1 = idx,
@@ -34,6 +39,23 @@ impl NameIndex {
                 self.table.insert_unique(hash, (hash, idx), |&(h, _)| h);
             }
         }
+    }
+}
+
+impl NameIndex {
+    /// An empty index.
+    pub fn new() -> NameIndex {
+        NameIndex::default()
+    }
+
+    /// Number of distinct names.
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// True when no name was inserted.
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
     }
 }
 

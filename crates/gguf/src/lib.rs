@@ -81,6 +81,7 @@ pub use decoder::{DEFAULT_ALIGNMENT, Decoder, Event, Step};
 pub use error::{Error, ErrorKind, Path, PathSeg, StrField, Warning, WarningKind};
 pub use ggml::{GgmlType, SizeError, align_up, tensor_element_count, tensor_nbytes};
 pub use header::{Endian, Header};
+pub use index::NameIndex;
 pub use options::{Limits, ParseOptions, Profile};
 pub use value::{ArrayIter, ArrayView, Element, MetaStr, MetaValue, Strings, ValueType, Values};
 

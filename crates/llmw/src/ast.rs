@@ -15,7 +15,7 @@ use sipllm_gguf::GgmlType;
 
 use crate::error::{Error, ErrorKind, Path};
 use crate::grammar;
-use crate::index::NameIndex;
+use sipllm_gguf::NameIndex;
 use crate::value::{MetaType, MetaValue, Numbers, StrArray};
 use crate::{ALIGNMENT, Span};
 

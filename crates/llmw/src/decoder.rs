@@ -8,7 +8,7 @@ use sipllm_gguf::{GgmlType, SizeError, align_up, tensor_nbytes};
 use crate::ast::{Directory, Header, MetaInfo, TensorInfo, between, span};
 use crate::error::{Error, ErrorKind, Path, PathSeg, StrField};
 use crate::grammar::{self, PErr, PResult};
-use crate::index::NameIndex;
+use sipllm_gguf::NameIndex;
 use crate::options::{Limits, ParseOptions};
 use crate::value::MetaType;
 use crate::{ALIGNMENT, MAGIC, Span};

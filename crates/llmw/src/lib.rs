@@ -78,7 +78,6 @@ mod ast;
 mod decoder;
 mod error;
 mod grammar;
-mod index;
 mod options;
 mod value;
 pub mod writer;
@@ -142,7 +141,6 @@ mod tests {
             ("decoder.rs", include_str!("decoder.rs")),
             ("error.rs", include_str!("error.rs")),
             ("grammar.rs", include_str!("grammar.rs")),
-            ("index.rs", include_str!("index.rs")),
             ("options.rs", include_str!("options.rs")),
             ("value.rs", include_str!("value.rs")),
         ];
