@@ -281,6 +281,26 @@ impl FileBacking {
     }
 }
 
+/// A [`FileBacking`] read with `pread` whatever its backend: headers are read this way, so the
+/// mmap backend does not map (and count as resident) header pages it copies out once.
+pub(crate) struct PreadView<'a>(&'a FileBacking);
+
+impl FileBacking {
+    pub(crate) fn pread_view(&self) -> PreadView<'_> {
+        PreadView(self)
+    }
+}
+
+impl ReadAt for PreadView<'_> {
+    fn read_exact_at(&self, offset: u64, dst: &mut [u8]) -> io::Result<()> {
+        read_exact_with(|buf, pos| pread(&self.0.file, buf, pos), offset, dst)
+    }
+
+    fn len(&self) -> u64 {
+        self.0.len
+    }
+}
+
 impl ReadAt for FileBacking {
     fn read_exact_at(&self, offset: u64, dst: &mut [u8]) -> io::Result<()> {
         match &self.map {

@@ -116,7 +116,7 @@ pub enum StreamError {
         offset: u64,
     },
     /// The tensor's type has no defined byte size, so its bytes cannot be located.
-    #[error("tensor {tensor:?} has type {ggml_type}, whose byte size is not known")]
+    #[error("tensor {tensor:?}: the byte size of its type ({ggml_type}) is not known")]
     UnknownSize {
         /// The tensor's name.
         tensor: String,

@@ -168,7 +168,9 @@ impl GgufFile {
     pub fn open(path: impl AsRef<Path>, options: &OpenOptions) -> Result<GgufFile, StreamError> {
         let path = path.as_ref();
         let backing = FileBacking::open(path, options.backend)?;
-        GgufFile::open_boxed(Box::new(backing), Some(path.to_path_buf()), options)
+        // The header is copied out once, so it is read with pread even for the mmap backend.
+        let header = read_header(&backing.pread_view(), Some(path), options)?;
+        GgufFile::assemble(header, Box::new(backing), Some(path.to_path_buf()), options)
     }
 
     /// Opens a GGUF held by any positional source ([`MemSource`](crate::MemSource), an
@@ -177,15 +179,16 @@ impl GgufFile {
         source: impl ReadAt + 'static,
         options: &OpenOptions,
     ) -> Result<GgufFile, StreamError> {
-        GgufFile::open_boxed(Box::new(source), None, options)
+        let header = read_header(&source, None, options)?;
+        GgufFile::assemble(header, Box::new(source), None, options)
     }
 
-    fn open_boxed(
+    fn assemble(
+        (gguf, stats): (Gguf<Vec<u8>>, HeaderStats),
         source: Box<dyn ReadAt>,
         path: Option<PathBuf>,
         options: &OpenOptions,
     ) -> Result<GgufFile, StreamError> {
-        let (gguf, stats) = read_header(&*source, path.as_deref(), options)?;
         let tensors = gguf
             .tensors()
             .map(|t| TensorInfo {
