@@ -6,11 +6,10 @@
 //! bounds-checked, with the optional readahead of the next tensors in file order.
 
 use std::fmt;
-use std::hash::{BuildHasher, RandomState};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use hashbrown::HashTable;
+use sipllm_gguf::NameIndex;
 
 use crate::backing::{ReadAt, clamp_range};
 use crate::error::StreamError;
@@ -23,8 +22,7 @@ pub struct TensorStore {
     path: Option<PathBuf>,
     file_size: u64,
     tensors: Vec<TensorInfo>,
-    names: HashTable<u32>,
-    hasher: RandomState,
+    names: NameIndex,
     /// Tensor indices sorted by `(abs_offset, index)`: file order.
     by_offset: Vec<u32>,
     readahead: usize,
@@ -73,14 +71,11 @@ impl TensorStore {
                 bytes: tensors.len() as u64,
             });
         }
-        let hasher = RandomState::new();
-        let mut names = HashTable::with_capacity(tensors.len());
+        let mut names = NameIndex::new();
         for (i, t) in tensors.iter().enumerate() {
-            let hash = hasher.hash_one(t.name.as_str());
-            // The first tensor of a name wins (duplicates exist only in lenient GGUF files).
-            if names.find(hash, |&j| name_of(&tensors, j) == t.name).is_none() {
-                names.insert_unique(hash, i as u32, |&j| hasher.hash_one(name_of(&tensors, j)));
-            }
+            // The last tensor of a name wins, as in the parser (duplicates exist only in
+            // lenient GGUF files).
+            names.insert(t.name.as_bytes(), i as u32, |j| name_of(&tensors, j));
         }
         let mut by_offset: Vec<u32> = (0..tensors.len() as u32).collect();
         by_offset.sort_by_key(|&i| (tensors.get(i as usize).map_or(0, |t| t.abs_offset), i));
@@ -90,7 +85,6 @@ impl TensorStore {
             file_size,
             tensors,
             names,
-            hasher,
             by_offset,
             readahead,
             prefetched: Mutex::new((0, 0)),
@@ -102,10 +96,9 @@ impl TensorStore {
         &self.tensors
     }
 
-    /// The tensor with this name (the first, if a lenient file repeats a name).
+    /// The tensor with this name (the last, if a lenient file repeats a name).
     pub fn find(&self, name: &str) -> Option<&TensorInfo> {
-        let hash = self.hasher.hash_one(name);
-        let &i = self.names.find(hash, |&j| name_of(&self.tensors, j) == name)?;
+        let i = self.names.find(name.as_bytes(), |j| name_of(&self.tensors, j))?;
         self.tensors.get(i as usize)
     }
 
@@ -233,8 +226,8 @@ impl TensorStore {
     }
 }
 
-fn name_of(tensors: &[TensorInfo], i: u32) -> &str {
-    tensors.get(i as usize).map_or("", |t| t.name.as_str())
+fn name_of(tensors: &[TensorInfo], i: u32) -> &[u8] {
+    tensors.get(i as usize).map_or(&[], |t| t.name.as_bytes())
 }
 
 fn fits(t: &TensorInfo, file_size: u64) -> bool {
