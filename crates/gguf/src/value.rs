@@ -11,6 +11,7 @@ use std::marker::PhantomData;
 use std::str::Utf8Error;
 
 use nom::Parser;
+use smallvec::SmallVec;
 
 use crate::grammar::{self, Encoding};
 use crate::header::Endian;
@@ -443,14 +444,39 @@ fn next_element<'a>(
 }
 
 /// Byte length of a (validated) array payload of `len` elements at the front of `rest`.
+///
+/// Walks nested arrays with an explicit stack, not by recursion: the nesting depth comes from
+/// the file (up to `Limits::max_depth`, which callers may raise), and recursing once per level
+/// overflowed the thread's stack at a few thousand levels.
 fn nested_payload_len(elem_type: ValueType, len: u64, rest: &[u8], enc: Encoding) -> Option<usize> {
     if let Some(size) = elem_type.fixed_size() {
         return usize::try_from(len).ok()?.checked_mul(size);
     }
+    // (element type, elements still to skip) per open array, innermost last.
+    let mut open: SmallVec<[(ValueType, u64); 8]> = SmallVec::new();
+    open.push((elem_type, len));
     let mut cursor = rest;
-    for _ in 0..len {
-        let (_, after) = next_element(elem_type, cursor, enc)?;
-        cursor = after;
+    while let Some(top) = open.last_mut() {
+        if top.1 == 0 {
+            open.pop();
+            continue;
+        }
+        top.1 -= 1;
+        match top.0 {
+            ValueType::Array => {
+                let (after, (code, n)) =
+                    (grammar::u32_(enc), grammar::len_field(enc)).parse(cursor).ok()?;
+                let inner = ValueType::from_code(code)?;
+                cursor = after;
+                match inner.fixed_size() {
+                    Some(size) => {
+                        cursor = cursor.get(usize::try_from(n).ok()?.checked_mul(size)?..)?
+                    }
+                    None => open.push((inner, n)),
+                }
+            }
+            ty => cursor = next_element(ty, cursor, enc)?.1,
+        }
     }
     Some(rest.len() - cursor.len())
 }
