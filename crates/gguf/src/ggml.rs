@@ -298,10 +298,15 @@ pub fn tensor_element_count(dims: &[u64]) -> Result<u64, SizeError> {
     dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).ok_or(SizeError::ElementCountOverflow)
 }
 
-/// Rounds `offset` up to a multiple of `alignment` (a non-zero power of two), checked.
+/// Rounds `offset` up to a multiple of `alignment`, checked: `None` if the result overflows or
+/// `alignment` is not a non-zero power of two.
 pub fn align_up(offset: u64, alignment: u64) -> Option<u64> {
-    debug_assert!(alignment.is_power_of_two());
-    let mask = alignment.checked_sub(1)?;
+    // A check, not a debug assertion: this is public, and the mask below is only right for
+    // powers of two (a debug build panicked on 0 or 3; a release build returned garbage).
+    if !alignment.is_power_of_two() {
+        return None;
+    }
+    let mask = alignment - 1;
     offset.checked_add(mask).map(|v| v & !mask)
 }
 
