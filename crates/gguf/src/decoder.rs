@@ -478,18 +478,21 @@ impl Decoder {
             got!(lift(buf, grammar::counts(enc).parse(after_version), Path::root));
         let len_size = enc.len_size() as u64;
         let limits = self.opts.limits;
-        // Counts above u32::MAX could not be indexed; the default limits are far below.
-        if tensor_count > limits.max_tensor_count.min(u32::MAX.into()) {
+        // Counts above u32::MAX could not be indexed; the default limits are far below. The
+        // error reports the limit in force, not a larger configured one.
+        let max_tensors = limits.max_tensor_count.min(u32::MAX.into());
+        if tensor_count > max_tensors {
             return Err(Error::new(
-                ErrorKind::TooManyTensors { count: tensor_count, max: limits.max_tensor_count },
+                ErrorKind::TooManyTensors { count: tensor_count, max: max_tensors },
                 8,
                 len_size,
                 Path::root().with(PathSeg::Header("tensor_count")),
             ));
         }
-        if kv_count > limits.max_kv_count.min(u32::MAX.into()) {
+        let max_kvs = limits.max_kv_count.min(u32::MAX.into());
+        if kv_count > max_kvs {
             return Err(Error::new(
-                ErrorKind::TooManyKvs { count: kv_count, max: limits.max_kv_count },
+                ErrorKind::TooManyKvs { count: kv_count, max: max_kvs },
                 8 + len_size,
                 len_size,
                 Path::root().with(PathSeg::Header("kv_count")),
