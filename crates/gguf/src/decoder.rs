@@ -447,16 +447,20 @@ impl Decoder {
 
     fn step_header(&mut self, buf: &[u8]) -> Result<Event, Error> {
         let i = self.rest(buf);
-        let (after_version, (magic, word)) =
-            got!(lift(buf, grammar::magic_and_version().parse(i), Path::root));
-        if magic != *b"GGUF" {
+        // The magic is judged as soon as its 4 bytes are present: a non-GGUF input of 4 to 7
+        // bytes is not a truncated GGUF.
+        if let Some(&found) = i.first_chunk::<4>()
+            && found != *b"GGUF"
+        {
             return Err(Error::new(
-                ErrorKind::BadMagic { found: magic },
+                ErrorKind::BadMagic { found },
                 0,
                 4,
                 Path::root().with(PathSeg::Header("magic")),
             ));
         }
+        let (after_version, (_magic, word)) =
+            got!(lift(buf, grammar::magic_and_version().parse(i), Path::root));
         let version_err =
             |kind| Error::new(kind, 4, 4, Path::root().with(PathSeg::Header("version")));
         let (version, endian) = match probe_version(word) {
