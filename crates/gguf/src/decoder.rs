@@ -1074,7 +1074,13 @@ impl Decoder {
             Err(SizeError::UnsizedType(_)) => None,
             Err(SizeError::NotBlockMultiple { ne0, block_size, ty }) => {
                 let kind = ErrorKind::NotBlockMultiple { ne0, block_size, ty };
-                self.tolerate(kind, dim_span(0), || dim_path(0), &mut warnings)?;
+                if dims.is_empty() {
+                    // A scalar's row length is an implicit 1: there is no ne[0] to point at
+                    // (its "span" would be the type field), so point at the empty dims.
+                    self.tolerate(kind, dims_span, dims_path, &mut warnings)?;
+                } else {
+                    self.tolerate(kind, dim_span(0), || dim_path(0), &mut warnings)?;
+                }
                 None
             }
             Err(SizeError::ElementCountOverflow) => {
