@@ -87,6 +87,9 @@ pub struct Decoder {
     tensors: Vec<TensorInfo>,
     keys: NameIndex,
     names: NameIndex,
+    /// Under `LlamaCpp` only: the tensor names up to their first NUL, as ggml stores and
+    /// compares them (`ggml_set_name`, then `strcmp`).
+    c_names: NameIndex,
     alignment: Option<u32>,
     placement: Placement,
     warnings: Vec<Warning>,
@@ -229,6 +232,11 @@ fn lossy(bytes: &[u8]) -> Box<str> {
     String::from_utf8_lossy(bytes).into()
 }
 
+/// A name as C sees it: the bytes before its first NUL.
+fn c_str(name: &[u8]) -> &[u8] {
+    name.split(|&b| b == 0).next().unwrap_or_default()
+}
+
 /// Keys should be dot-separated `lower_snake_case` segments of ASCII letters and digits.
 fn is_snake_case_key(key: &[u8]) -> bool {
     key.split(|&b| b == b'.').all(|seg| {
@@ -251,6 +259,7 @@ impl Decoder {
             tensors: Vec::new(),
             keys: NameIndex::default(),
             names: NameIndex::default(),
+            c_names: NameIndex::default(),
             alignment: None,
             placement: Placement::default(),
             warnings: Vec::new(),
@@ -1130,6 +1139,9 @@ impl Decoder {
         let resolve =
             |i: u32| tensors.get(i as usize).and_then(|t| t.name.slice(buf)).unwrap_or_default();
         self.names.insert(name, index as u32, resolve);
+        if profile == Profile::LlamaCpp {
+            self.c_names.insert(c_str(name), index as u32, |i| c_str(resolve(i)));
+        }
         self.warnings.extend(warnings);
         self.pos = end;
         self.state = self.next_section();
@@ -1174,7 +1186,13 @@ impl Decoder {
         let tensors = &self.tensors;
         let resolve =
             |i: u32| tensors.get(i as usize).and_then(|t| t.name.slice(buf)).unwrap_or_default();
-        if let Some(first) = self.names.find(name, resolve) {
+        let first = if profile == Profile::LlamaCpp {
+            // ggml cuts names at their first NUL: "a\0x" and "a\0y" are the same tensor there.
+            self.c_names.find(c_str(name), |i| c_str(resolve(i)))
+        } else {
+            self.names.find(name, resolve)
+        };
+        if let Some(first) = first {
             self.tolerate(
                 ErrorKind::DuplicateTensor { first: first.into() },
                 span,
