@@ -1,26 +1,4 @@
-//! The sans-I/O decoder: fed bytes, it parses one item per call.
-//!
-//! # Contract
-//!
-//! **`buf` is every byte of the GGUF received so far, starting at offset 0; between calls the
-//! caller may only append to it.** Each [`Decoder::decode`] call parses at most one item (the
-//! fixed header, one key/value pair, one tensor info, or the padding before the data section)
-//! starting at [`Decoder::position`], and returns a [`Step`]: how many bytes it consumed and
-//! what happened. [`Event::NeedMore`] says how many more bytes the current item needs, at
-//! least; append them (or more) and call again. When the input has really ended, call
-//! [`Decoder::end_of_input`] for the truncation error.
-//!
-//! The decoder keeps no borrow of `buf` between calls, so the caller may grow (reallocate) it
-//! freely. Looking back into `buf` is what lets duplicate keys be detected without copying any
-//! key, and what lets the final [`Directory`] be spans only.
-//!
-//! Chunked and whole decoding agree by construction: every decision depends on the bytes,
-//! never on where a chunk ended. Large arrays are consumed incrementally (an array of 128k
-//! strings split over many chunks is scanned once, not restarted), and every limit is checked
-//! when a field's declared end becomes known, before the decoder asks for its bytes — so a
-//! declared length can never make a caller buffer more than [`Limits::max_header_bytes`].
-//!
-//! [`Limits::max_header_bytes`]: crate::Limits::max_header_bytes
+//! The sans-I/O decoder: fed bytes, it parses one item per call (see [`Decoder`]).
 
 use nom::Parser;
 use smallvec::SmallVec;
@@ -37,6 +15,11 @@ use crate::value::ValueType;
 
 /// The default alignment when `general.alignment` is absent.
 pub const DEFAULT_ALIGNMENT: u32 = 32;
+
+/// Most warnings recorded per file. Beyond it they are counted, and one
+/// [`WarningKind::Suppressed`] says how many were dropped: a lenient parse of a file made of
+/// broken items would otherwise allocate a path per item.
+pub const MAX_WARNINGS: usize = 1024;
 
 /// What one [`Decoder::decode`] call did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +57,29 @@ pub enum Event {
     Done,
 }
 
-/// A chunk-fed GGUF header decoder. See the [module docs](self) for the contract.
+/// A chunk-fed GGUF header decoder: fed bytes, it parses one item per call.
+///
+/// # Contract
+///
+/// **`buf` is every byte of the GGUF received so far, starting at offset 0; between calls the
+/// caller may only append to it.** Each [`Decoder::decode`] call parses at most one item (the
+/// fixed header, one key/value pair, one tensor info, or the padding before the data section)
+/// starting at [`Decoder::position`], and returns a [`Step`]: how many bytes it consumed and
+/// what happened. [`Event::NeedMore`] says how many more bytes the current item needs, at
+/// least; append them (or more) and call again. When the input has really ended, call
+/// [`Decoder::end_of_input`] for the truncation error.
+///
+/// The decoder keeps no borrow of `buf` between calls, so the caller may grow (reallocate) it
+/// freely. Looking back into `buf` is what lets duplicate keys be detected without copying any
+/// key, and what lets the final [`Directory`] be spans only.
+///
+/// Chunked and whole decoding agree by construction: every decision depends on the bytes,
+/// never on where a chunk ended. Large arrays are consumed incrementally (an array of 128k
+/// strings split over many chunks is scanned once, not restarted), and every limit is checked
+/// when a field's declared end becomes known, before the decoder asks for its bytes — so a
+/// declared length can never make a caller buffer more than [`Limits::max_header_bytes`].
+///
+/// [`Limits::max_header_bytes`]: crate::Limits::max_header_bytes
 #[derive(Debug)]
 pub struct Decoder {
     opts: ParseOptions,
@@ -93,6 +98,7 @@ pub struct Decoder {
     alignment: Option<u32>,
     placement: Placement,
     warnings: Vec<Warning>,
+    suppressed: u64,
     directory_end: u64,
     data_offset: u64,
 }
@@ -263,6 +269,7 @@ impl Decoder {
             alignment: None,
             placement: Placement::default(),
             warnings: Vec::new(),
+            suppressed: 0,
             directory_end: 0,
             data_offset: 0,
         }
@@ -369,6 +376,15 @@ impl Decoder {
                 Path::root(),
             ));
         };
+        let mut warnings = self.warnings;
+        if self.suppressed > 0 {
+            warnings.push(Warning::new(
+                WarningKind::Suppressed { count: self.suppressed },
+                self.directory_end,
+                0,
+                Path::root(),
+            ));
+        }
         let header = self.header.ok_or_else(|| {
             Error::new(ErrorKind::Misuse { reason: "no header" }, 0, 0, Path::root())
         })?;
@@ -382,7 +398,7 @@ impl Decoder {
             alignment: self.alignment.unwrap_or(DEFAULT_ALIGNMENT),
             directory_end: self.directory_end,
             data_offset: self.data_offset,
-            warnings: self.warnings,
+            warnings,
         })
     }
 
@@ -450,6 +466,17 @@ impl Decoder {
 
     fn alignment(&self) -> u32 {
         self.alignment.unwrap_or(DEFAULT_ALIGNMENT)
+    }
+
+    /// Keeps an item's warnings, up to [`MAX_WARNINGS`] in all.
+    fn record(&mut self, warnings: SmallVec<[Warning; 2]>) {
+        for w in warnings {
+            if self.warnings.len() < MAX_WARNINGS {
+                self.warnings.push(w);
+            } else {
+                self.suppressed += 1;
+            }
+        }
     }
 
     // ----- header --------------------------------------------------------------------------
@@ -615,11 +642,16 @@ impl Decoder {
         if len > limits.max_array_len {
             return Err(ErrorKind::ArrayTooLong { len, max: limits.max_array_len });
         }
-        if let Some(size) = elem_type.fixed_size() {
-            let end = len.checked_mul(size as u64).and_then(|n| payload_start.checked_add(n));
-            if end.is_none_or(|end| end > limits.max_header_bytes) {
-                return Err(ErrorKind::HeaderTooLarge { max: limits.max_header_bytes });
-            }
+        // Where the payload would end at the least: exactly, for fixed-size elements; for
+        // strings and nested arrays, each element has at least its length (and type) fields.
+        let min_size = match elem_type.fixed_size() {
+            Some(size) => size as u64,
+            None if elem_type == ValueType::String => self.enc.len_size() as u64,
+            None => 4 + self.enc.len_size() as u64,
+        };
+        let end = len.checked_mul(min_size).and_then(|n| payload_start.checked_add(n));
+        if end.is_none_or(|end| end > limits.max_header_bytes) {
+            return Err(ErrorKind::HeaderTooLarge { max: limits.max_header_bytes });
         }
         Ok(())
     }
@@ -691,7 +723,7 @@ impl Decoder {
                     )
                 })?;
                 // The array header is committed now; its elements are consumed as they arrive.
-                self.warnings.extend(warnings);
+                self.record(warnings);
                 self.pos = payload_start;
                 let mut frames = SmallVec::new();
                 frames.push(Frame { elem_type, len, next: 0 });
@@ -766,7 +798,7 @@ impl Decoder {
         let resolve =
             |i: u32| kvs.get(i as usize).and_then(|kv| kv.key.slice(buf)).unwrap_or_default();
         self.keys.insert(key.slice(buf).unwrap_or_default(), index as u32, resolve);
-        self.warnings.extend(warnings);
+        self.record(warnings);
         self.pos = end;
         self.state = self.next_section();
     }
@@ -977,7 +1009,7 @@ impl Decoder {
                 }
             }
         };
-        self.warnings.extend(warnings);
+        self.record(warnings);
         Ok(result)
     }
 
@@ -1142,7 +1174,7 @@ impl Decoder {
         if profile == Profile::LlamaCpp {
             self.c_names.insert(c_str(name), index as u32, |i| c_str(resolve(i)));
         }
-        self.warnings.extend(warnings);
+        self.record(warnings);
         self.pos = end;
         self.state = self.next_section();
         Ok(Event::TensorInfo { index })
@@ -1182,6 +1214,8 @@ impl Decoder {
         }
         if name.is_empty() {
             warnings.push(Warning::new(WarningKind::EmptyTensorName, span.offset, 0, name_path()));
+        } else if name.contains(&0) {
+            warnings.push(Warning::new(WarningKind::NulInName, span.offset, span.len, name_path()));
         }
         let tensors = &self.tensors;
         let resolve =
@@ -1256,7 +1290,7 @@ impl Decoder {
                 }
             }
         }
-        self.warnings.extend(warnings);
+        self.record(warnings);
         self.directory_end = directory_end;
         self.data_offset = data_offset;
         if has_tensors {

@@ -574,6 +574,15 @@ pub enum WarningKind {
     /// An empty tensor name.
     #[error("empty tensor name")]
     EmptyTensorName,
+    /// A tensor name with a NUL byte: ggml keeps only the part before it.
+    #[error("tensor name contains a NUL byte; llama.cpp truncates the name there")]
+    NulInName,
+    /// More warnings than [`MAX_WARNINGS`](crate::MAX_WARNINGS); the rest were dropped.
+    #[error("{count} further warning(s) not recorded")]
+    Suppressed {
+        /// Warnings dropped.
+        count: u64,
+    },
     /// Unused bytes between the previous tensor's (padded) end and this tensor's data.
     #[error("{gap} unused byte(s) before this tensor's data")]
     TensorGap {
@@ -598,6 +607,8 @@ impl WarningKind {
             WarningKind::KeyTooLong { .. } => "gguf::metadata::key_too_long",
             WarningKind::NameRejectedByLlamaCpp => "gguf::tensor::name_64_bytes",
             WarningKind::EmptyTensorName => "gguf::tensor::empty_name",
+            WarningKind::NulInName => "gguf::tensor::nul_in_name",
+            WarningKind::Suppressed { .. } => "gguf::limits::warnings_suppressed",
             WarningKind::TensorGap { .. } => "gguf::layout::gap",
             WarningKind::OutOfOrder => "gguf::layout::out_of_order",
             WarningKind::NonZeroPadding => "gguf::layout::nonzero_padding",
@@ -618,6 +629,12 @@ impl WarningKind {
                 .into(),
             WarningKind::EmptyTensorName => "give the tensor a name; tools look tensors up by \
                 name."
+                .into(),
+            WarningKind::NulInName => "remove the NUL byte: llama.cpp cuts the name there, \
+                which can make two names collide."
+                .into(),
+            WarningKind::Suppressed { .. } => "the file has many problems; fix the ones \
+                reported first."
                 .into(),
             WarningKind::TensorGap { .. } => "legal, but writers pack tensors; llama.cpp \
                 rejects files whose data is not packed."

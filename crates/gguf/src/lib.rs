@@ -77,7 +77,7 @@ mod options;
 mod value;
 
 pub use ast::{ArrayHead, Directory, Gguf, MetaEntry, MetaKv, Span, TensorInfo, TensorRef};
-pub use decoder::{DEFAULT_ALIGNMENT, Decoder, Event, Step};
+pub use decoder::{DEFAULT_ALIGNMENT, Decoder, Event, MAX_WARNINGS, Step};
 pub use error::{Error, ErrorKind, Path, PathSeg, StrField, Warning, WarningKind};
 pub use ggml::{GgmlType, SizeError, align_up, tensor_element_count, tensor_nbytes};
 pub use header::{Endian, Header};

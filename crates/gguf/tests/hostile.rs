@@ -1560,19 +1560,38 @@ fn class_cases() -> Vec<Case> {
         ),
     );
     let three = vec![Value::str("x"), Value::str("yz"), Value::str("")];
-    for (label, declared, limits) in [
-        ("C9 string array of 2^25 (under the limit) with 3 strings", 1u64 << 25, Limits::default()),
-        ("C9 string array of 2^40 with 3 strings, no limits", 1 << 40, unlimited()),
-    ] {
-        let v = Value::ArrayWithLen { elem_type: 8, declared, elems: three.clone() };
-        // The payload is at 49: 9 + 10 + 8 bytes, then element 3's length is missing.
-        cases.push(case(label, GgufBuilder::new().kv("a", v).build()).limits(limits).all(err(
+    // 2^25 strings need at least 2^25 length fields (256 MiB): more than the header limit
+    // allows, so the count fails at once (the count field is at 41), before any byte of the
+    // payload is asked for.
+    let v = Value::ArrayWithLen { elem_type: 8, declared: 1 << 25, elems: three.clone() };
+    cases.push(
+        case(
+            "C9 string array of 2^25 (under the limit) with 3 strings",
+            GgufBuilder::new().kv("a", v).build(),
+        )
+        .all(err(
+            ErrorKind::HeaderTooLarge { max: Limits::default().max_header_bytes },
+            "gguf::limits::header_too_large",
+            41,
+            format!("{} value count", kv_path(0, "a")),
+        )),
+    );
+    // Without limits, the walk stops where the bytes end.
+    let v = Value::ArrayWithLen { elem_type: 8, declared: 1 << 40, elems: three.clone() };
+    // The payload is at 49: 9 + 10 + 8 bytes, then element 3's length is missing.
+    cases.push(
+        case(
+            "C9 string array of 2^40 with 3 strings, no limits",
+            GgufBuilder::new().kv("a", v).build(),
+        )
+        .limits(unlimited())
+        .all(err(
             ErrorKind::UnexpectedEof { needed: 8 },
             "gguf::input::unexpected_eof",
             49 + 27,
             format!("{}[3]", kv_path(0, "a")),
-        )));
-    }
+        )),
+    );
     cases
 }
 
@@ -1993,8 +2012,10 @@ fn escape_and_differential_cases() -> Vec<Case> {
     // "a\0x" and "a\0y" are one name to llama.cpp. Tensor 0 is 8 + 3 + 4 + 8 + 4 + 8 = 35
     // bytes: tensor 1's name is at 24 + 35 + 8 = 67.
     let nul_names = tensors_file(vec![tensor("a\0x", F32, &[4]), tensor("a\0y", F32, &[4])]);
+    // Strict and lenient load both, and say llama.cpp would cut the names at the NUL.
+    let nul = |at| (WarningKind::NulInName, "gguf::tensor::nul_in_name", at);
     let both_load = || {
-        loads_clean(|g| {
+        loads_warning(vec![nul(32), nul(67)], |g| {
             assert_eq!(g.tensor("a\0x").unwrap().index, 0);
             assert_eq!(g.tensor("a\0y").unwrap().index, 1);
             assert_eq!(g.tensor("a").map(|t| t.index), None);
@@ -2982,6 +3003,8 @@ fn every_warning_kind() -> Vec<WarningKind> {
         TensorGap { gap: 32 },
         OutOfOrder,
         NonZeroPadding,
+        NulInName,
+        Suppressed { count: 1 },
     ]
 }
 
@@ -3042,7 +3065,9 @@ fn codes_are_well_formed_unique_and_every_kind_is_reached() {
     let warn = warn_cases();
     let names: BTreeSet<&str> = warn.iter().map(|(n, ..)| *n).collect();
     assert_eq!(names, WARN_TESTS.iter().copied().collect(), "warn_tests! and warn_cases()");
-    let reached: BTreeSet<&str> = warn.iter().map(|(.., (_, code, _))| *code).collect();
+    let mut reached: BTreeSet<&str> = warn.iter().map(|(.., (_, code, _))| *code).collect();
+    // Reached by `warning_suppressed` (it needs more than one warning).
+    reached.insert("gguf::limits::warnings_suppressed");
     let all: BTreeSet<&str> = warnings.iter().map(WarningKind::code).collect();
     assert_eq!(
         all.difference(&reached).collect::<Vec<_>>(),
@@ -3098,6 +3123,12 @@ fn warn_cases() -> Vec<(&'static str, Profile, Vec<u8>, Expected)> {
             (WarningKind::EmptyTensorName, "gguf::tensor::empty_name", 32),
         ),
         (
+            "warning_nul_in_name",
+            Profile::Strict,
+            one_tensor(tensor("a\0b", F32, &[4])),
+            (WarningKind::NulInName, "gguf::tensor::nul_in_name", 32),
+        ),
+        (
             "warning_tensor_gap",
             Profile::Strict,
             tensors_file(vec![
@@ -3124,6 +3155,28 @@ fn warn_cases() -> Vec<(&'static str, Profile, Vec<u8>, Expected)> {
             (WarningKind::NonZeroPadding, "gguf::layout::nonzero_padding", 58),
         ),
     ]
+}
+
+/// A lenient parse records at most `MAX_WARNINGS` warnings, then one that counts the rest.
+#[test]
+fn warning_suppressed() {
+    let extra = 10;
+    let mut b = GgufBuilder::new();
+    for _ in 0..sipllm_gguf::MAX_WARNINGS + extra {
+        // Each empty key is an empty_key warning and (after the first) a duplicate_key one.
+        b = b.kv("", Value::Uint8(0));
+    }
+    let bytes = b.build();
+    let opts = ParseOptions::new(Profile::Lenient).with_file_size(Some(bytes.len() as u64));
+    let gguf = sipllm_gguf::parse_with(&bytes[..], &opts).unwrap();
+    let warnings = gguf.warnings();
+    assert_eq!(warnings.len(), sipllm_gguf::MAX_WARNINGS + 1);
+    let last = warnings.last().unwrap();
+    let total = 2 * (sipllm_gguf::MAX_WARNINGS + extra) - 1;
+    let count = (total - sipllm_gguf::MAX_WARNINGS) as u64;
+    assert_eq!(*last.kind(), WarningKind::Suppressed { count });
+    assert_eq!(last.code(), "gguf::limits::warnings_suppressed");
+    assert_eq!(last.offset(), bytes.len() as u64, "at the end of the directory");
 }
 
 fn check_warning(name: &str) {
@@ -3155,6 +3208,7 @@ warn_tests!(
     warning_key_too_long,
     warning_name_rejected_by_llama_cpp,
     warning_empty_tensor_name,
+    warning_nul_in_name,
     warning_tensor_gap,
     warning_out_of_order,
     warning_non_zero_padding,
