@@ -1,0 +1,241 @@
+//! The command line: clap derive types for every command and option.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use sipllm_gguf::Profile;
+
+use crate::open::OpenSettings;
+
+/// Inspect, validate and verify GGUF (and .llmw) model files: what model is this, is it
+/// intact, will it load, and if not, exactly why.
+#[derive(Debug, Parser)]
+#[command(name = "sipllm", version, propagate_version = true, max_term_width = 100)]
+#[command(after_help = "Exit codes: 0 ok/valid, 1 invalid file or verification mismatch, \
+    2 usage or I/O error.\nDocumentation: docs/cli.md")]
+pub struct Cli {
+    /// When to use colors in diagnostics and progress output.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Summarise a model file: header, hyperparameters, parameter count, metadata, tensors.
+    ///
+    /// With no FILE, inspects a small sample GGUF bundled into the program.
+    Inspect(InspectArgs),
+    /// Check files against a validation profile and explain every problem over a hex view.
+    ///
+    /// Exit code 0 when every file is valid (warnings allowed unless --deny-warnings), 1 when
+    /// any file is invalid, 2 when a file cannot be read.
+    Validate(ValidateArgs),
+    /// List the tensors of a model file (name, type, row-major shape, offset, size).
+    Tensors(TensorsArgs),
+    /// Write a tensor's stored bytes (or a byte range of them) to a file or a pipe.
+    Read(ReadArgs),
+    /// Read every tensor back, check it is complete, and hash it (per-tensor manifest).
+    Verify(VerifyArgs),
+    /// Print a shell completion script (e.g. `sipllm completions bash > sipllm.bash`).
+    Completions(CompletionsArgs),
+}
+
+/// When to color output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// Color when writing to a terminal and `NO_COLOR` is not set.
+    Auto,
+    /// Always color.
+    Always,
+    /// Never color.
+    Never,
+}
+
+/// A validation profile, as the command line spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ProfileArg {
+    /// The GGUF spec plus safety rules (the default).
+    #[default]
+    Strict,
+    /// Exactly what llama.cpp's loader accepts: "will llama.cpp load this file?".
+    LlamaCpp,
+    /// Read whatever can be read safely, turning tolerable errors into warnings.
+    Lenient,
+}
+
+impl From<ProfileArg> for Profile {
+    fn from(p: ProfileArg) -> Profile {
+        match p {
+            ProfileArg::Strict => Profile::Strict,
+            ProfileArg::LlamaCpp => Profile::LlamaCpp,
+            ProfileArg::Lenient => Profile::Lenient,
+        }
+    }
+}
+
+/// How files are parsed.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct ParseArgs {
+    /// Validation profile for GGUF files (.llmw files have one fixed, strict rule set).
+    #[arg(long, value_enum, default_value_t = ProfileArg::Strict)]
+    pub profile: ProfileArg,
+
+    /// Also read GGUF version 1 files (2023, obsolete; llama.cpp rejects them).
+    #[arg(long)]
+    pub allow_v1: bool,
+}
+
+impl ParseArgs {
+    /// The settings for `open_file`.
+    pub fn settings(&self) -> OpenSettings {
+        OpenSettings { profile: self.profile.into(), allow_v1: self.allow_v1 }
+    }
+}
+
+/// `sipllm inspect`.
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The model file (GGUF or .llmw). Default: the bundled sample.
+    pub file: Option<PathBuf>,
+
+    /// Print JSON (schema in docs/cli.md) instead of text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Show every array element and whole strings instead of abbreviating them.
+    #[arg(long)]
+    pub full: bool,
+
+    /// Leave out the tensor table.
+    #[arg(long)]
+    pub no_tensors: bool,
+
+    /// Only show metadata keys and tensor names matching this glob (`*`, `?`, `[a-z]`),
+    /// e.g. 'tokenizer.*' or 'blk.0.*'.
+    #[arg(long, value_name = "GLOB")]
+    pub filter: Option<String>,
+
+    /// Parsing options.
+    #[command(flatten)]
+    pub parse: ParseArgs,
+}
+
+/// `sipllm validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// The files to check.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+
+    /// Treat warnings as errors (exit code 1 when any file has a warning).
+    #[arg(long)]
+    pub deny_warnings: bool,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    pub format: ReportFormat,
+
+    /// Parsing options.
+    #[command(flatten)]
+    pub parse: ParseArgs,
+}
+
+/// How `validate` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    /// Diagnostics with a hex view of the offending bytes.
+    Human,
+    /// One JSON object per finding, one per line (file, severity, code, offset, length, path,
+    /// message, help).
+    Json,
+}
+
+/// `sipllm tensors`.
+#[derive(Debug, Args)]
+pub struct TensorsArgs {
+    /// The model file.
+    pub file: PathBuf,
+
+    /// Only tensors whose name matches this glob (`*`, `?`, `[a-z]`).
+    #[arg(long, value_name = "GLOB")]
+    pub filter: Option<String>,
+
+    /// Print a JSON array of tensor records (as in `inspect --json`).
+    #[arg(long)]
+    pub json: bool,
+
+    /// Parsing options.
+    #[command(flatten)]
+    pub parse: ParseArgs,
+}
+
+/// `sipllm read`.
+#[derive(Debug, Args)]
+pub struct ReadArgs {
+    /// The model file.
+    pub file: PathBuf,
+
+    /// The tensor's name.
+    pub tensor: String,
+
+    /// Write to this file instead of standard output (`-`: standard output).
+    #[arg(short, long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+
+    /// Only these bytes of the tensor: START..END (END exclusive; either may be left out;
+    /// decimal or 0x-hex), relative to the tensor's first byte.
+    #[arg(long, value_name = "START..END")]
+    pub range: Option<String>,
+
+    /// Parsing options.
+    #[command(flatten)]
+    pub parse: ParseArgs,
+}
+
+/// `sipllm verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The model file.
+    pub file: PathBuf,
+
+    /// Hash function for the manifest (default sha256; with --check, guessed from the
+    /// manifest's hash length when not given).
+    #[arg(long, value_enum)]
+    pub hash: Option<HashKind>,
+
+    /// Write a manifest: one line per tensor, `<hex hash>  <byte size>  <name>` (`-`: standard
+    /// output).
+    #[arg(long, value_name = "OUT", conflicts_with = "check")]
+    pub manifest: Option<PathBuf>,
+
+    /// Compare against a manifest and list every difference (exit code 1 on any).
+    #[arg(long, value_name = "MANIFEST")]
+    pub check: Option<PathBuf>,
+
+    /// Parsing options.
+    #[command(flatten)]
+    pub parse: ParseArgs,
+}
+
+/// Hash functions for `verify`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HashKind {
+    /// SHA-256 (64 hex digits), as `sha256sum` and the corpus `.tensors.sha256` files.
+    Sha256,
+    /// XXH3-64 (16 hex digits): fast, not cryptographic.
+    Xxh3,
+}
+
+/// `sipllm completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}

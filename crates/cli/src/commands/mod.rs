@@ -1,0 +1,67 @@
+//! One module per command, and what they share: opening a file (or reporting why it cannot be
+//! opened) and compiling `--filter`.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use sipllm_streaming::{Backend, FileBacking, ReadAt};
+
+use crate::diagnostic::{FileDiagnostic, Finding, Renderer};
+use crate::glob::Glob;
+use crate::open::{OpenError, OpenSettings, Opened, open_file};
+use crate::render::escape;
+use crate::{Ctx, Exit};
+
+pub mod completions;
+pub mod inspect;
+pub mod read;
+pub mod tensors;
+pub mod validate;
+pub mod verify;
+
+/// Opens `path`, or renders why it cannot be opened to standard error and returns the exit
+/// code (1 for an invalid file, 2 for an I/O error).
+pub fn open_or_report(path: &Path, settings: &OpenSettings, ctx: &Ctx) -> Result<Opened, Exit> {
+    open_file(path, settings).map_err(|e| report_open_error(path, &e, ctx))
+}
+
+/// Renders an open error as a diagnostic (with a hex window when the file can be read) on
+/// standard error; returns the exit code it implies.
+pub fn report_open_error(path: &Path, e: &OpenError, ctx: &Ctx) -> Exit {
+    let diag = diagnose_open_error(path, e);
+    let renderer = Renderer { color: ctx.color_stderr, width: ctx.width };
+    let _ = io::stderr().write_all(renderer.render(&diag).as_bytes());
+    if e.is_invalid_file() { Exit::Invalid } else { Exit::Trouble }
+}
+
+/// The diagnostic for an open error, with the bytes around the offending offset.
+pub fn diagnose_open_error(path: &Path, e: &OpenError) -> FileDiagnostic {
+    let name = path.display().to_string();
+    let finding = Finding::from_open_error(e);
+    let finding = if finding.offset.is_none() && finding.path.is_empty() {
+        // I/O errors: say which file in the message.
+        Finding { message: format!("{}: {}", escape::str(&name), finding.message), ..finding }
+    } else {
+        finding
+    };
+    let backing = FileBacking::open(path, Backend::Pread).ok();
+    FileDiagnostic::new(finding, &name, backing.as_ref().map(|b| b as &dyn ReadAt))
+}
+
+/// Compiles `--filter`, or reports the bad pattern on standard error (exit code 2).
+pub fn compile_filter(pattern: Option<&str>) -> Result<Option<Glob>, Exit> {
+    let Some(p) = pattern else { return Ok(None) };
+    Glob::new(p).map(Some).map_err(|e| {
+        let _ = writeln!(
+            io::stderr(),
+            "sipllm: invalid --filter pattern {}: {e}",
+            escape::quoted(p.as_bytes())
+        );
+        Exit::Trouble
+    })
+}
+
+/// True when `name` passes the filter (always, without one).
+pub fn keep(filter: Option<&Glob>, name: &[u8]) -> bool {
+    filter.is_none_or(|g| g.matches(&String::from_utf8_lossy(name)))
+}

@@ -1,0 +1,246 @@
+//! Parser errors and warnings as miette diagnostics over a hex view of the file.
+//!
+//! A [`Finding`] is the format-neutral record of one problem (code, message, logical path,
+//! offset, length, help), made from a GGUF or `.llmw` parser error, a GGUF warning or an I/O
+//! error. [`FileDiagnostic`] pairs it with a [`hexview`](crate::render::hexview) window of the
+//! bytes around the offset and implements [`miette::Diagnostic`] by hand (not with the derive:
+//! zkat/miette#458 makes derived fields raise false `unused_assignments` warnings on Rust
+//! ≥ 1.93). [`Renderer`] draws it with miette's graphical handler, in color only when asked.
+
+use std::fmt;
+
+use miette::{
+    Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode,
+};
+use sipllm_streaming::{ReadAt, StreamError};
+
+use crate::open::OpenError;
+use crate::render::escape;
+use crate::render::hexview;
+
+/// How serious a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Severity {
+    /// The file is invalid under the profile (or could not be read).
+    Error,
+    /// The file is valid, but something deserves a look.
+    Warning,
+}
+
+impl Severity {
+    /// `error` or `warning` (the JSON spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// One problem found in a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// Error or warning.
+    pub severity: Severity,
+    /// Stable code (`gguf::header::bad_magic`, `llmw::…`, `stream::io::open`).
+    pub code: &'static str,
+    /// What is wrong, without the location.
+    pub message: String,
+    /// The logical path (`metadata[12] "tokenizer.ggml.tokens"[5031]`), escaped; may be empty.
+    pub path: String,
+    /// Absolute offset of the offending bytes, when the problem is in the file's bytes.
+    pub offset: Option<u64>,
+    /// Length of the offending range (0 for a position).
+    pub len: u64,
+    /// What to check or change.
+    pub help: String,
+}
+
+impl Finding {
+    /// A GGUF parse error.
+    pub fn from_gguf_error(e: &sipllm_gguf::Error) -> Finding {
+        Finding {
+            severity: Severity::Error,
+            code: e.code(),
+            message: e.message(),
+            path: escape::str(&e.path().to_string()).into_owned(),
+            offset: Some(e.offset()),
+            len: e.len(),
+            help: e.help(),
+        }
+    }
+
+    /// A GGUF warning.
+    pub fn from_gguf_warning(w: &sipllm_gguf::Warning) -> Finding {
+        Finding {
+            severity: Severity::Warning,
+            code: w.code(),
+            message: w.message(),
+            path: escape::str(&w.path().to_string()).into_owned(),
+            offset: Some(w.offset()),
+            len: w.len(),
+            help: w.help(),
+        }
+    }
+
+    /// A `.llmw` parse error.
+    pub fn from_llmw_error(e: &sipllm_llmw::Error) -> Finding {
+        Finding {
+            severity: Severity::Error,
+            code: e.code(),
+            message: e.message(),
+            path: escape::str(&e.path().to_string()).into_owned(),
+            offset: Some(e.offset()),
+            len: e.len(),
+            help: e.help().to_owned(),
+        }
+    }
+
+    /// Why a file could not be opened: the parser's error when there is one, else the I/O
+    /// error (without a byte range).
+    pub fn from_open_error(e: &OpenError) -> Finding {
+        match e {
+            OpenError::Llmw(e) => Finding::from_llmw_error(e),
+            OpenError::Stream(e) => Finding::from_stream_error(e),
+        }
+    }
+
+    /// A streaming-layer error.
+    pub fn from_stream_error(e: &StreamError) -> Finding {
+        if let Some(p) = e.parse_error() {
+            return Finding::from_gguf_error(p);
+        }
+        let message = match e {
+            // The path is shown by the caller; keep only the operating system's reason.
+            StreamError::Open { source, .. } => format!("cannot open: {source}"),
+            other => other.to_string(),
+        };
+        Finding {
+            severity: Severity::Error,
+            code: e.code(),
+            message: escape::str(&message).into_owned(),
+            path: String::new(),
+            offset: None,
+            len: 0,
+            help: e.help(),
+        }
+    }
+
+    /// `path: message`, or the message alone.
+    pub fn located_message(&self) -> String {
+        if self.path.is_empty() {
+            self.message.clone()
+        } else {
+            format!("{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// A finding with its hex window: a [`miette::Diagnostic`].
+#[derive(Debug)]
+pub struct FileDiagnostic {
+    finding: Finding,
+    source: Option<NamedSource<String>>,
+    labels: Vec<LabeledSpan>,
+    lines: usize,
+}
+
+impl FileDiagnostic {
+    /// The diagnostic for `finding` in the file shown as `name`, reading the bytes of the hex
+    /// window from `file` (no window when there is no file or no offset, or the read fails).
+    pub fn new(finding: Finding, name: &str, file: Option<&dyn ReadAt>) -> FileDiagnostic {
+        let mut diag = FileDiagnostic { finding, source: None, labels: Vec::new(), lines: 0 };
+        let (Some(offset), Some(file)) = (diag.finding.offset, file) else { return diag };
+        let len = diag.finding.len;
+        let size = file.len();
+        let (first, last) = hexview::rows(offset, len, size);
+        let start = first.saturating_mul(hexview::ROW).min(size);
+        let end = last.saturating_add(1).saturating_mul(hexview::ROW).min(size);
+        let Ok(n) = usize::try_from(end - start) else { return diag };
+        let mut bytes = vec![0u8; n];
+        if file.read_exact_at(start, &mut bytes).is_err() {
+            return diag;
+        }
+        let label = hexview::label(offset, len, size);
+        let window = hexview::build(&bytes, (first, last), offset, len, size, label);
+        diag.source = Some(NamedSource::new(escape::str(name), window.text));
+        diag.labels = window.labels;
+        diag.lines = window.lines;
+        diag
+    }
+
+    /// The finding.
+    pub fn finding(&self) -> &Finding {
+        &self.finding
+    }
+}
+
+impl fmt::Display for FileDiagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.finding.located_message())
+    }
+}
+
+impl std::error::Error for FileDiagnostic {}
+
+impl Diagnostic for FileDiagnostic {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(self.finding.code))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.finding.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+        })
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        (!self.finding.help.is_empty())
+            .then(|| Box::new(&self.finding.help) as Box<dyn fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        self.source.as_ref().map(|s| s as &dyn SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        if self.labels.is_empty() {
+            return None;
+        }
+        Some(Box::new(self.labels.iter().cloned()))
+    }
+}
+
+/// Draws diagnostics as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Renderer {
+    /// Use ANSI colors.
+    pub color: bool,
+    /// Wrap text at this many columns.
+    pub width: usize,
+}
+
+impl Renderer {
+    /// The diagnostic as the terminal shows it (ends with a newline).
+    pub fn render(&self, diag: &FileDiagnostic) -> String {
+        let theme =
+            if self.color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
+        let handler = GraphicalReportHandler::new_themed(theme)
+            .with_width(self.width)
+            .with_links(false)
+            .with_wrap_lines(true)
+            .with_break_words(false)
+            // Line numbers of the hex window mean nothing; the labels carry offsets.
+            .without_primary_span_start()
+            // Every line of the window is shown: it was built to the size wanted.
+            .with_context_lines(diag.lines.max(1));
+        let mut out = String::new();
+        if handler.render_report(&mut out, diag).is_err() {
+            // The handler only fails on a broken `fmt::Write`, which a `String` is not; keep
+            // the message in any case.
+            out = format!("{}: {}\n", diag.finding.code, diag);
+        }
+        out
+    }
+}

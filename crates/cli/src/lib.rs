@@ -1,0 +1,133 @@
+//! The `sipllm` command-line tool: inspect, validate, list, read and verify GGUF and `.llmw`
+//! model files. See `docs/cli.md` for every command, the JSON schema and the exit codes.
+//!
+//! The binary (`src/main.rs`) only calls [`run`]. The modules:
+//!
+//! | module | what |
+//! |---|---|
+//! | [`cli`] | the clap definitions (every command and option, the `--help` texts) |
+//! | [`open`] | the one function every command opens files through, and the bundled sample |
+//! | [`view`] | a format-neutral view of a parsed header (GGUF or `.llmw`) |
+//! | [`diagnostic`] | findings as miette diagnostics over a hex view of the file |
+//! | [`render`] | escaping, the hex window, value abbreviation, tables, JSON |
+//! | [`commands`] | one module per command |
+//! | [`glob`] | the `--filter` matcher |
+//!
+//! Invariants: nothing read from a file reaches the terminal unescaped
+//! ([`render::escape`]); no input makes the program panic (a panic would exit with 101, which
+//! the tests treat as a bug); output errors (a closed pipe) end the program quietly.
+
+#![forbid(unsafe_code)]
+#![deny(rustdoc::broken_intra_doc_links)]
+
+use std::ffi::OsString;
+use std::io::{self, IsTerminal, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub mod cli;
+pub mod commands;
+pub mod diagnostic;
+pub mod glob;
+pub mod open;
+pub mod render;
+pub mod view;
+
+use cli::{Cli, ColorChoice, Command};
+
+/// The exit codes (see `docs/cli.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Exit {
+    /// 0: success; every file valid.
+    Ok = 0,
+    /// 1: a file is invalid, or a verification found a mismatch.
+    Invalid = 1,
+    /// 2: a usage or I/O error (missing file, permission, unwritable output).
+    Trouble = 2,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> ExitCode {
+        ExitCode::from(e as u8)
+    }
+}
+
+/// What the commands need to know about the terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ctx {
+    /// Color what goes to standard output.
+    pub color_stdout: bool,
+    /// Color what goes to standard error.
+    pub color_stderr: bool,
+    /// Standard error is a terminal (progress bars are drawn there).
+    pub stderr_is_tty: bool,
+    /// Standard output is a terminal (binary output is refused there).
+    pub stdout_is_tty: bool,
+    /// Column width for wrapping diagnostics.
+    pub width: usize,
+}
+
+/// The width used when not writing to a terminal: fixed, so output is reproducible.
+pub const DEFAULT_WIDTH: usize = 100;
+
+impl Ctx {
+    /// Decides colors and width from the terminal, `NO_COLOR` and `--color`.
+    pub fn detect(choice: ColorChoice) -> Ctx {
+        let stdout_is_tty = io::stdout().is_terminal();
+        let stderr_is_tty = io::stderr().is_terminal();
+        // https://no-color.org: any non-empty value disables color.
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let decide = |tty: bool| match choice {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => tty && !no_color,
+        };
+        let width = if stdout_is_tty || stderr_is_tty {
+            terminal_size::terminal_size().map_or(DEFAULT_WIDTH, |(w, _)| usize::from(w.0))
+        } else {
+            DEFAULT_WIDTH
+        };
+        Ctx {
+            color_stdout: decide(stdout_is_tty),
+            color_stderr: decide(stderr_is_tty),
+            stderr_is_tty,
+            stdout_is_tty,
+            width: width.clamp(40, 200),
+        }
+    }
+}
+
+/// Parses `args` (program name first) and runs the command.
+pub fn run<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // `--help` and `--version` exit 0; usage errors exit 2.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    let ctx = Ctx::detect(cli.color);
+    let result = match &cli.command {
+        Command::Inspect(args) => commands::inspect::run(args, &ctx),
+        Command::Validate(args) => commands::validate::run(args, &ctx),
+        Command::Tensors(args) => commands::tensors::run(args, &ctx),
+        Command::Read(args) => commands::read::run(args, &ctx),
+        Command::Verify(args) => commands::verify::run(args, &ctx),
+        Command::Completions(args) => commands::completions::run(args),
+    };
+    match result {
+        Ok(exit) => exit.into(),
+        // The reader of our output went away (`sipllm inspect big.gguf | head`): not an error.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Exit::Ok.into(),
+        Err(e) => {
+            let _ = writeln!(io::stderr(), "sipllm: cannot write the output: {e}");
+            Exit::Trouble.into()
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! The one escaping helper: every key, tensor name and string value read from a file goes
+//! through here before it reaches a terminal.
+//!
+//! A model file is untrusted input. A key holding `ESC [ 2 J` would clear the screen if printed
+//! raw; a C1 control (`U+009B`) or a bidirectional override (`U+202E`, "Trojan Source") can
+//! hide or reorder what is shown. So control characters (C0, DEL, C1), Unicode format
+//! characters that change how text is laid out (bidi controls, zero-width characters, the BOM,
+//! line and paragraph separators) and bytes that are not UTF-8 are written as escapes:
+//! `\n`, `\r`, `\t`, `\u{1b}`, `\u{202e}`, `\xff`. Everything else, including non-ASCII text
+//! (CJK, emoji, `Ġ`), is shown as is.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// True for characters that must never reach a terminal raw.
+pub fn is_unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(
+            c,
+            '\u{061c}'              // Arabic letter mark (bidi)
+            | '\u{200b}'..='\u{200f}' // zero-width space/joiners, LRM, RLM
+            | '\u{2028}'..='\u{202e}' // line/paragraph separators, bidi embeddings and overrides
+            | '\u{2060}'..='\u{2069}' // word joiner, invisible operators, bidi isolates
+            | '\u{206a}'..='\u{206f}' // deprecated format characters
+            | '\u{feff}'              // byte order mark / zero-width no-break space
+            | '\u{fff9}'..='\u{fffb}' // interlinear annotation controls
+        )
+}
+
+/// How a string is escaped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// Bare text: only unsafe characters are escaped.
+    Bare,
+    /// Inside double quotes: `"` and `\` are escaped too, so the result reads back unambiguously.
+    Quoted,
+}
+
+/// Escapes `bytes` (UTF-8, or not) for a terminal, without surrounding quotes.
+///
+/// Borrows when nothing needs escaping, which is the common case.
+pub fn text(bytes: &[u8]) -> Cow<'_, str> {
+    if let Ok(s) = std::str::from_utf8(bytes)
+        && !s.chars().any(is_unsafe_char)
+    {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(bytes.len() + 8);
+    push(&mut out, bytes, Style::Bare, usize::MAX);
+    Cow::Owned(out)
+}
+
+/// Escapes a `&str` for a terminal, without surrounding quotes.
+pub fn str(s: &str) -> Cow<'_, str> {
+    text(s.as_bytes())
+}
+
+/// `bytes` escaped and in double quotes: `"tok\"en\n"`.
+pub fn quoted(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() + 2);
+    out.push('"');
+    push(&mut out, bytes, Style::Quoted, usize::MAX);
+    out.push('"');
+    out
+}
+
+/// Appends `bytes` escaped in `style` to `out`, stopping before the output would exceed
+/// `max_chars` characters. Returns true when it stopped early (the text was cut).
+pub fn push(out: &mut String, bytes: &[u8], style: Style, max_chars: usize) -> bool {
+    let mut written = 0usize;
+    let mut emit = |out: &mut String, piece: &str| -> bool {
+        let n = piece.chars().count();
+        if written.saturating_add(n) > max_chars {
+            return false;
+        }
+        written += n;
+        out.push_str(piece);
+        true
+    };
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            let mut buf = [0u8; 4];
+            let esc: Cow<'_, str> = match c {
+                '\n' => "\\n".into(),
+                '\r' => "\\r".into(),
+                '\t' => "\\t".into(),
+                '"' if style == Style::Quoted => "\\\"".into(),
+                '\\' if style == Style::Quoted => "\\\\".into(),
+                c if is_unsafe_char(c) => format!("\\u{{{:x}}}", c as u32).into(),
+                c => Cow::Borrowed(&*c.encode_utf8(&mut buf)),
+            };
+            if !emit(out, &esc) {
+                return true;
+            }
+        }
+        for b in chunk.invalid() {
+            let mut esc = String::with_capacity(4);
+            let _ = write!(esc, "\\x{b:02x}");
+            if !emit(out, &esc) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_is_borrowed() {
+        assert!(matches!(text(b"tokenizer.ggml.tokens"), Cow::Borrowed(_)));
+        assert!(matches!(text("Ġhello 你好 🦙".as_bytes()), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn control_and_layout_characters_are_escaped() {
+        assert_eq!(text(b"a\x1b[2Jb"), "a\\u{1b}[2Jb");
+        assert_eq!(text("x\u{9b}31m".as_bytes()), "x\\u{9b}31m");
+        assert_eq!(text("abc\u{202e}def".as_bytes()), "abc\\u{202e}def");
+        assert_eq!(text(b"a\nb\tc\rd\x7f"), "a\\nb\\tc\\rd\\u{7f}");
+        assert_eq!(text("\u{feff}x\u{200b}".as_bytes()), "\\u{feff}x\\u{200b}");
+    }
+
+    #[test]
+    fn invalid_utf8_becomes_hex_escapes() {
+        assert_eq!(text(b"ok\xff\xfe!"), "ok\\xff\\xfe!");
+        // A valid character after an invalid byte is kept.
+        assert_eq!(text(b"\xc3(\xc3\xa9"), "\\xc3(é");
+    }
+
+    #[test]
+    fn quoted_escapes_quotes_and_backslashes() {
+        assert_eq!(quoted(br#"say "hi" \o/"#), r#""say \"hi\" \\o/""#);
+        assert_eq!(text(br#"a"b\c"#), r#"a"b\c"#);
+    }
+
+    #[test]
+    fn push_stops_at_the_character_budget() {
+        let mut s = String::new();
+        assert!(push(&mut s, "héllo wörld".as_bytes(), Style::Bare, 5));
+        assert_eq!(s, "héllo");
+        let mut s = String::new();
+        // An escape is never cut in half.
+        assert!(push(&mut s, b"ab\x1bcd", Style::Bare, 4));
+        assert_eq!(s, "ab");
+        let mut s = String::new();
+        assert!(!push(&mut s, b"abc", Style::Bare, 3));
+        assert_eq!(s, "abc");
+    }
+}

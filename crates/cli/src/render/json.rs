@@ -1,0 +1,260 @@
+//! JSON output: the `inspect --json` schema (see `docs/cli.md`), the tensor records shared with
+//! `tensors --json`, and a serde_json formatter that keeps terminal controls out of strings.
+//!
+//! Records are `#[derive(Serialize)]` structs, so the field order in the source is the order in
+//! the output: the schema is the struct. Values and arrays serialize straight from the header
+//! bytes (no intermediate `serde_json::Value`), so a 128k-token vocabulary streams out through
+//! the caller's buffered writer.
+
+use std::io;
+
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+
+use crate::render::escape::is_unsafe_char;
+use crate::view::{Entry, TensorRow, Val, View, WarningRow};
+
+/// A serde_json formatter that writes compact JSON and additionally escapes, as `\uXXXX`, the
+/// characters JSON allows raw but a terminal would act on (DEL, C1 controls, bidi overrides,
+/// zero-width characters). JSON parsers read them back unchanged.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SafeFormatter;
+
+impl serde_json::ser::Formatter for SafeFormatter {
+    fn write_string_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
+        let mut rest = fragment;
+        while let Some((i, c)) = rest.char_indices().find(|&(_, c)| is_unsafe_char(c)) {
+            writer.write_all(rest.get(..i).unwrap_or_default().as_bytes())?;
+            // Every unsafe character is in the Basic Multilingual Plane: one `\uXXXX`.
+            write!(writer, "\\u{:04x}", c as u32)?;
+            rest = rest.get(i + c.len_utf8()..).unwrap_or_default();
+        }
+        writer.write_all(rest.as_bytes())
+    }
+}
+
+/// Writes `value` as one line of compact JSON to `out`.
+pub fn write_line<W: io::Write, T: Serialize + ?Sized>(out: &mut W, value: &T) -> io::Result<()> {
+    let mut ser = serde_json::Serializer::with_formatter(&mut *out, SafeFormatter);
+    value.serialize(&mut ser).map_err(io::Error::other)?;
+    out.write_all(b"\n")
+}
+
+/// The `inspect --json` document.
+#[derive(Debug, Serialize)]
+pub struct InspectDoc<'v, 'a> {
+    format: &'static str,
+    version: u32,
+    endian: &'static str,
+    file_size: u64,
+    alignment: u64,
+    data_offset: u64,
+    kv_count: u64,
+    tensor_count: u64,
+    metadata: Metadata<'v, 'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tensors: Option<Vec<TensorDoc<'v, 'a>>>,
+    warnings: Vec<WarningDoc<'v>>,
+}
+
+impl<'v, 'a> InspectDoc<'v, 'a> {
+    /// The document for `view`, listing only the entries and tensors given (after
+    /// `--filter`); `tensors` is `None` for `--no-tensors`.
+    pub fn new(
+        view: &'v View<'a>,
+        entries: Vec<&'v Entry<'a>>,
+        tensors: Option<Vec<&'v TensorRow<'a>>>,
+    ) -> InspectDoc<'v, 'a> {
+        let s = &view.summary;
+        InspectDoc {
+            format: s.format.name(),
+            version: s.version,
+            endian: s.endian,
+            file_size: s.file_size,
+            alignment: s.alignment,
+            data_offset: s.data_offset,
+            kv_count: s.kv_count,
+            tensor_count: s.tensor_count,
+            metadata: Metadata(entries),
+            tensors: tensors.map(|ts| ts.into_iter().map(TensorDoc).collect()),
+            warnings: view.warnings.iter().map(WarningDoc).collect(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Metadata<'v, 'a>(Vec<&'v Entry<'a>>);
+
+impl Serialize for Metadata<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for e in &self.0 {
+            seq.serialize_element(&EntryDoc(e))?;
+        }
+        seq.end()
+    }
+}
+
+#[derive(Debug)]
+struct EntryDoc<'v, 'a>(&'v Entry<'a>);
+
+impl Serialize for EntryDoc<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let e = self.0;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("key", &Bytes(e.key))?;
+        map.serialize_entry("type", e.value.type_name())?;
+        if let Val::Array(a) = &e.value {
+            map.serialize_entry("array_type", a.elem_type)?;
+            map.serialize_entry("len", &a.len)?;
+        }
+        map.serialize_entry("value", &ValDoc(e.value))?;
+        map.end()
+    }
+}
+
+/// A value: integers exact, floats as numbers (non-finite as strings), strings as strings (or
+/// `{"bytes_hex": …}` when not UTF-8), arrays as lists (nested arrays as nested lists).
+#[derive(Debug)]
+pub struct ValDoc<'a>(pub Val<'a>);
+
+impl Serialize for ValDoc<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Val::Int(_, v) => match (u64::try_from(v), i64::try_from(v)) {
+                (Ok(u), _) => s.serialize_u64(u),
+                (_, Ok(i)) => s.serialize_i64(i),
+                // No GGUF integer is outside u64 ∪ i64.
+                _ => s.serialize_i128(v),
+            },
+            Val::F32(x) => float(s, f64::from(x)),
+            Val::F64(x) => float(s, x),
+            Val::Bool(b) => s.serialize_bool(b),
+            Val::Str(b) => Bytes(b).serialize(s),
+            Val::Array(a) => {
+                let mut seq = s.serialize_seq(usize::try_from(a.len).ok())?;
+                for item in a.iter() {
+                    seq.serialize_element(&ValDoc(item))?;
+                }
+                seq.end()
+            }
+        }
+    }
+}
+
+fn float<S: Serializer>(s: S, x: f64) -> Result<S::Ok, S::Error> {
+    if x.is_nan() {
+        s.serialize_str("NaN")
+    } else if x == f64::INFINITY {
+        s.serialize_str("Infinity")
+    } else if x == f64::NEG_INFINITY {
+        s.serialize_str("-Infinity")
+    } else {
+        s.serialize_f64(x)
+    }
+}
+
+/// Stored string bytes: a JSON string when UTF-8, else `{"bytes_hex": "…"}`.
+#[derive(Debug)]
+pub struct Bytes<'a>(pub &'a [u8]);
+
+impl Serialize for Bytes<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match std::str::from_utf8(self.0) {
+            Ok(text) => s.serialize_str(text),
+            Err(_) => {
+                let mut map = s.serialize_map(Some(1))?;
+                map.serialize_entry("bytes_hex", &hex(self.0))?;
+                map.end()
+            }
+        }
+    }
+}
+
+/// Lower-case hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for &b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    out
+}
+
+/// One tensor record (`inspect --json` `tensors[]`, and each line of `tensors --json`).
+#[derive(Debug)]
+pub struct TensorDoc<'v, 'a>(pub &'v TensorRow<'a>);
+
+impl Serialize for TensorDoc<'_, '_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let t = self.0;
+        let mut map = s.serialize_map(Some(7))?;
+        map.serialize_entry("name", &Bytes(t.name))?;
+        map.serialize_entry("ggml_type", &GgmlTypeName(t.ggml_type))?;
+        map.serialize_entry("ne", t.ne.as_slice())?;
+        map.serialize_entry("shape", t.shape().as_slice())?;
+        map.serialize_entry("offset", &t.offset)?;
+        map.serialize_entry("abs_offset", &t.abs_offset)?;
+        map.serialize_entry("nbytes", &t.nbytes)?;
+        map.end()
+    }
+}
+
+/// A ggml type as gguf-py prints it; codes this build does not know as `"unknown(N)"`.
+#[derive(Debug)]
+struct GgmlTypeName(sipllm_gguf::GgmlType);
+
+impl Serialize for GgmlTypeName {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            sipllm_gguf::GgmlType::Unknown(code) => s.serialize_str(&format!("unknown({code})")),
+            ty => s.serialize_str(ty.name()),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct WarningDoc<'v>(#[serde(serialize_with = "warning")] &'v WarningRow);
+
+fn warning<S: Serializer>(w: &&WarningRow, s: S) -> Result<S::Ok, S::Error> {
+    let mut map = s.serialize_map(Some(3))?;
+    map.serialize_entry("code", w.code)?;
+    map.serialize_entry("offset", &w.offset)?;
+    map.serialize_entry("message", &w.located_message())?;
+    map.end()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn to_json<T: Serialize>(v: &T) -> String {
+        let mut out = Vec::new();
+        write_line(&mut out, v).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn terminal_controls_are_escaped_but_read_back() {
+        let s = "a\u{1b}b\u{9b}c\u{202e}d\u{7f}é🦙";
+        let json = to_json(&s);
+        assert_eq!(json, "\"a\\u001bb\\u009bc\\u202ed\\u007fé🦙\"\n");
+        let back: String = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, s);
+    }
+
+    #[test]
+    fn values_follow_the_schema() {
+        assert_eq!(to_json(&ValDoc(Val::Int("UINT64", u64::MAX.into()))), "18446744073709551615\n");
+        assert_eq!(to_json(&ValDoc(Val::Int("INT64", i64::MIN.into()))), "-9223372036854775808\n");
+        assert_eq!(to_json(&ValDoc(Val::F32(1e-5))), "9.999999747378752e-6\n");
+        assert_eq!(to_json(&ValDoc(Val::F64(f64::NAN))), "\"NaN\"\n");
+        assert_eq!(to_json(&ValDoc(Val::F32(f32::NEG_INFINITY))), "\"-Infinity\"\n");
+        assert_eq!(to_json(&ValDoc(Val::Str(b"\xffok"))), "{\"bytes_hex\":\"ff6f6b\"}\n");
+    }
+}

@@ -1,0 +1,348 @@
+//! A format-neutral view of a parsed header, so `inspect` and `tensors` render GGUF and
+//! `.llmw` files with one code path (text and JSON alike).
+//!
+//! Nothing is copied: values borrow the header bytes and arrays iterate lazily, so a 128k-token
+//! vocabulary costs nothing until it is printed.
+
+use smallvec::SmallVec;
+
+use sipllm_gguf::{ArrayView, GgmlType, MetaValue, ValueType};
+use sipllm_llmw::{Numbers, StrArray};
+
+use crate::open::{Format, Opened};
+
+/// The header facts `inspect` summarises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Summary {
+    /// File format.
+    pub format: Format,
+    /// Format version.
+    pub version: u32,
+    /// Byte order (`little` or `big`).
+    pub endian: &'static str,
+    /// Size of the file in bytes.
+    pub file_size: u64,
+    /// Alignment of tensor data.
+    pub alignment: u64,
+    /// Absolute offset of the data section.
+    pub data_offset: u64,
+    /// Declared number of metadata pairs.
+    pub kv_count: u64,
+    /// Declared number of tensors.
+    pub tensor_count: u64,
+}
+
+/// One metadata pair.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry<'a> {
+    /// The key as stored (UTF-8 unless a lenient GGUF parse let other bytes through).
+    pub key: &'a [u8],
+    /// The value.
+    pub value: Val<'a>,
+}
+
+/// A metadata value, from either format. Type names are GGUF's (`UINT8` … `FLOAT64`, `BOOL`,
+/// `STRING`, `ARRAY`); `.llmw`'s `i64`, `f64` and string map to `INT64`, `FLOAT64` and
+/// `STRING`.
+#[derive(Debug, Clone, Copy)]
+pub enum Val<'a> {
+    /// Any integer type (`i128` holds all of them exactly), with its type name.
+    Int(&'static str, i128),
+    /// A `FLOAT32`.
+    F32(f32),
+    /// A `FLOAT64`.
+    F64(f64),
+    /// A `BOOL`.
+    Bool(bool),
+    /// A `STRING`, as stored.
+    Str(&'a [u8]),
+    /// An `ARRAY`.
+    Array(Arr<'a>),
+}
+
+impl<'a> Val<'a> {
+    /// The type name as the GGUF spec spells it.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Val::Int(ty, _) => ty,
+            Val::F32(_) => "FLOAT32",
+            Val::F64(_) => "FLOAT64",
+            Val::Bool(_) => "BOOL",
+            Val::Str(_) => "STRING",
+            Val::Array(_) => "ARRAY",
+        }
+    }
+
+    /// Converts a GGUF value.
+    pub fn from_gguf(v: MetaValue<'a>) -> Val<'a> {
+        let ty = v.value_type();
+        match v {
+            MetaValue::Float32(x) => Val::F32(x),
+            MetaValue::Float64(x) => Val::F64(x),
+            MetaValue::Bool(b) => Val::Bool(b),
+            MetaValue::String(s) => Val::Str(s.as_bytes()),
+            MetaValue::Array(a) => Val::Array(Arr {
+                elem_type: a.elem_type().name(),
+                len: a.len(),
+                items: Items::Gguf(a),
+            }),
+            other => Val::Int(ty.name(), other.as_i128().unwrap_or_default()),
+        }
+    }
+
+    /// Converts a `.llmw` value.
+    pub fn from_llmw(v: sipllm_llmw::MetaValue<'a>) -> Val<'a> {
+        use sipllm_llmw::MetaValue as L;
+        let int64 = ValueType::Int64.name();
+        let float64 = ValueType::Float64.name();
+        match v {
+            L::I64(x) => Val::Int(int64, x.into()),
+            L::F64(x) => Val::F64(x),
+            L::Str(s) => Val::Str(s.as_bytes()),
+            L::I64Array(a) => {
+                Val::Array(Arr { elem_type: int64, len: a.len() as u64, items: Items::I64(a) })
+            }
+            L::F64Array(a) => {
+                Val::Array(Arr { elem_type: float64, len: a.len() as u64, items: Items::F64(a) })
+            }
+            L::StrArray(a) => Val::Array(Arr {
+                elem_type: ValueType::String.name(),
+                len: a.len() as u64,
+                items: Items::Str(a),
+            }),
+            // A type added to the format later: shown as an empty string rather than hidden.
+            _ => Val::Str(b""),
+        }
+    }
+
+    /// The value as a non-negative integer, if it is one.
+    pub fn as_u64(&self) -> Option<u64> {
+        match *self {
+            Val::Int(_, v) => u64::try_from(v).ok(),
+            _ => None,
+        }
+    }
+
+    /// The value as a string, if it is valid UTF-8 text.
+    pub fn as_str(&self) -> Option<&'a str> {
+        match *self {
+            Val::Str(s) => std::str::from_utf8(s).ok(),
+            _ => None,
+        }
+    }
+}
+
+/// An array value: element type, count and a lazy element iterator.
+#[derive(Debug, Clone, Copy)]
+pub struct Arr<'a> {
+    /// Element type name.
+    pub elem_type: &'static str,
+    /// Element count.
+    pub len: u64,
+    items: Items<'a>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Items<'a> {
+    Gguf(ArrayView<'a>),
+    I64(Numbers<'a, i64>),
+    F64(Numbers<'a, f64>),
+    Str(StrArray<'a>),
+}
+
+impl<'a> Arr<'a> {
+    /// The elements, decoded one at a time.
+    pub fn iter(&self) -> Box<dyn Iterator<Item = Val<'a>> + 'a> {
+        let int64 = ValueType::Int64.name();
+        match self.items {
+            Items::Gguf(a) => Box::new(a.iter().map(Val::from_gguf)),
+            Items::I64(a) => Box::new(a.iter().map(move |v| Val::Int(int64, v.into()))),
+            Items::F64(a) => Box::new(a.iter().map(Val::F64)),
+            Items::Str(a) => Box::new(a.iter().map(|s| Val::Str(s.as_bytes()))),
+        }
+    }
+
+    /// The GGUF array view, for GGUF arrays.
+    pub fn gguf(&self) -> Option<ArrayView<'a>> {
+        match self.items {
+            Items::Gguf(a) => Some(a),
+            _ => None,
+        }
+    }
+}
+
+/// One tensor, from either format.
+#[derive(Debug, Clone)]
+pub struct TensorRow<'a> {
+    /// Index in directory order.
+    pub index: usize,
+    /// The name as stored.
+    pub name: &'a [u8],
+    /// The element type.
+    pub ggml_type: GgmlType,
+    /// Dimensions in GGUF order (`ne[0]`, the row length, first).
+    pub ne: SmallVec<[u64; 4]>,
+    /// Offset of the data relative to the data section.
+    pub offset: u64,
+    /// Absolute offset of the data in the file.
+    pub abs_offset: u64,
+    /// Byte size (`None` for a type of unknown size, which only lenient parsing admits).
+    pub nbytes: Option<u64>,
+}
+
+impl TensorRow<'_> {
+    /// Dimensions row-major, outermost first (GGUF order reversed).
+    pub fn shape(&self) -> SmallVec<[u64; 4]> {
+        self.ne.iter().rev().copied().collect()
+    }
+
+    /// Number of elements, `None` on overflow.
+    pub fn elements(&self) -> Option<u64> {
+        sipllm_gguf::tensor_element_count(&self.ne).ok()
+    }
+}
+
+/// A non-fatal finding of the parser.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WarningRow {
+    /// Stable code.
+    pub code: &'static str,
+    /// Absolute offset of the bytes concerned.
+    pub offset: u64,
+    /// The logical path (escaped by the parser), possibly empty.
+    pub path: String,
+    /// What was found, without the location.
+    pub message: String,
+}
+
+impl WarningRow {
+    /// `path: message`, or the message alone when there is no path.
+    pub fn located_message(&self) -> String {
+        if self.path.is_empty() {
+            self.message.clone()
+        } else {
+            format!("{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// Everything `inspect` shows about one file.
+#[derive(Debug, Clone)]
+pub struct View<'a> {
+    /// Header facts.
+    pub summary: Summary,
+    /// Metadata in file order.
+    pub entries: Vec<Entry<'a>>,
+    /// Tensors in directory order.
+    pub tensors: Vec<TensorRow<'a>>,
+    /// Parser warnings in file order.
+    pub warnings: Vec<WarningRow>,
+}
+
+impl<'a> View<'a> {
+    /// The view of an opened file.
+    pub fn of(opened: &'a Opened) -> View<'a> {
+        if let Some(g) = opened.gguf() {
+            let header = g.header();
+            return View {
+                summary: Summary {
+                    format: Format::Gguf,
+                    version: g.version(),
+                    endian: match g.endian() {
+                        sipllm_gguf::Endian::Little => "little",
+                        sipllm_gguf::Endian::Big => "big",
+                    },
+                    file_size: opened.file_size(),
+                    alignment: g.alignment().into(),
+                    data_offset: g.data_offset(),
+                    kv_count: header.kv_count,
+                    tensor_count: header.tensor_count,
+                },
+                entries: g
+                    .metadata()
+                    .map(|e| Entry { key: e.key.as_bytes(), value: Val::from_gguf(e.value) })
+                    .collect(),
+                tensors: g
+                    .tensors()
+                    .map(|t| TensorRow {
+                        index: t.index,
+                        name: t.name.as_bytes(),
+                        ggml_type: t.info.ggml_type(),
+                        ne: t.info.dims().iter().copied().collect(),
+                        offset: t.info.offset(),
+                        abs_offset: t.info.abs_offset(),
+                        nbytes: t.info.nbytes(),
+                    })
+                    .collect(),
+                warnings: g
+                    .warnings()
+                    .iter()
+                    .map(|w| WarningRow {
+                        code: w.code(),
+                        offset: w.offset(),
+                        path: w.path().to_string(),
+                        message: w.message(),
+                    })
+                    .collect(),
+            };
+        }
+        let Some(l) = opened.llmw() else {
+            // `Opened` always holds one of the two formats.
+            return View::empty(opened);
+        };
+        let header = l.header();
+        let data_start = l.data_start();
+        View {
+            summary: Summary {
+                format: Format::Llmw,
+                version: l.version(),
+                endian: "little",
+                file_size: opened.file_size(),
+                alignment: sipllm_llmw::ALIGNMENT,
+                data_offset: data_start,
+                kv_count: header.meta_count.into(),
+                tensor_count: header.tensor_count.into(),
+            },
+            entries: l
+                .metadata()
+                .map(|e| Entry { key: e.key.as_bytes(), value: Val::from_llmw(e.value) })
+                .collect(),
+            tensors: l
+                .tensors()
+                .map(|t| TensorRow {
+                    index: t.index,
+                    name: t.name.as_bytes(),
+                    ggml_type: t.info.dtype(),
+                    ne: t.info.gguf_dims(),
+                    offset: t.info.offset().saturating_sub(data_start),
+                    abs_offset: t.info.offset(),
+                    nbytes: Some(t.info.nbytes()),
+                })
+                .collect(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn empty(opened: &Opened) -> View<'a> {
+        View {
+            summary: Summary {
+                format: opened.format(),
+                version: 0,
+                endian: "little",
+                file_size: opened.file_size(),
+                alignment: 0,
+                data_offset: 0,
+                kv_count: 0,
+                tensor_count: 0,
+            },
+            entries: Vec::new(),
+            tensors: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    /// The value under `key` (the last one, if a lenient parse kept duplicates).
+    pub fn get(&self, key: &str) -> Option<&Val<'a>> {
+        self.entries.iter().rev().find(|e| e.key == key.as_bytes()).map(|e| &e.value)
+    }
+}
