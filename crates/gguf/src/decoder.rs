@@ -1109,6 +1109,17 @@ impl Decoder {
                 dims_path(),
             ));
         }
+        // The element count must fit whatever the type: `tensor_nbytes` reports an unsized
+        // type before it looks at the dims, so a tolerated unknown type would otherwise let
+        // an overflowing count through (and `TensorInfo::element_count` promises it fits).
+        if ggml::tensor_element_count(&dims).is_err() {
+            return Err(Error::new(
+                ErrorKind::ElementCountOverflow,
+                dims_span.offset,
+                dims_span.len,
+                dims_path(),
+            ));
+        }
         let nbytes = match ggml::tensor_nbytes(ggml_type, &dims) {
             Ok(n) => Some(n),
             // Already reported above (or tolerated): the size is unknown.
