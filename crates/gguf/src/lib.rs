@@ -75,6 +75,7 @@ mod index;
 mod layout;
 mod options;
 mod value;
+pub mod writer;
 
 pub use ast::{ArrayHead, Directory, Gguf, MetaEntry, MetaKv, Span, TensorInfo, TensorRef};
 pub use decoder::{DEFAULT_ALIGNMENT, Decoder, Event, MAX_WARNINGS, Step};
@@ -84,6 +85,7 @@ pub use header::{Endian, Header};
 pub use index::NameIndex;
 pub use options::{Limits, ParseOptions, Profile};
 pub use value::{ArrayIter, ArrayView, Element, MetaStr, MetaValue, Strings, ValueType, Values};
+pub use writer::{GgufWriter, Layout, TensorDesc, WriteError};
 
 /// The magic bytes every GGUF file starts with.
 pub const MAGIC: [u8; 4] = *b"GGUF";

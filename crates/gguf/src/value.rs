@@ -352,6 +352,11 @@ impl<'a> ArrayView<'a> {
         self.enc.endian
     }
 
+    /// True when string lengths and nested counts are 64-bit (v2, v3); false for v1.
+    pub fn is_wide(&self) -> bool {
+        self.enc.wide
+    }
+
     /// Every element as a [`MetaValue`].
     pub fn iter(&self) -> ArrayIter<'a> {
         ArrayIter { view: *self, rest: self.payload, remaining: self.len }

@@ -1,0 +1,534 @@
+//! The GGUF writer: serializes a header — metadata and tensor directory — in canonical layout.
+//!
+//! The writer produces bytes; it does no I/O. A caller (the streaming crate's file builder,
+//! the CLI) writes [`GgufWriter::header_bytes`] and then each tensor's data at the offsets
+//! [`GgufWriter::layout`] gives, padding with zeros.
+//!
+//! **Canonical layout** (what gguf-py's and ggml's writers produce, and what
+//! [`GgufWriter::from_gguf`] reproduces byte for byte for a canonical file):
+//!
+//! 1. the fixed header, the key/value pairs in order, the tensor infos in order;
+//! 2. when there are tensors: zero padding up to a multiple of the alignment (the data section
+//!    starts there), then each tensor's data in directory order, each followed by zero padding
+//!    to the alignment (after the last one too). Tensor offsets are the running sum.
+//! 3. without tensors, ggml's and current gguf-py's writers still pad the directory to the
+//!    alignment (the data section is empty); older converter outputs (the vocab files of
+//!    llama.cpp's repository) end right after the directory. The writer pads by default
+//!    ([`GgufWriter::pad_tensorless`]); [`GgufWriter::from_gguf`] keeps what the source did.
+//!
+//! Values from a parsed file are re-encoded in the writer's byte order; an array whose byte
+//! order and length width already match is copied verbatim (a 128k-token vocabulary is one
+//! `memcpy`).
+
+use std::borrow::Cow;
+
+use crate::ast::Gguf;
+use crate::ggml::{GgmlType, SizeError, align_up, tensor_nbytes};
+use crate::header::Endian;
+use crate::value::{ArrayView, MetaValue, ValueType};
+
+/// A value to write: a scalar, a string, or an array (owned, or borrowed from a parsed file).
+#[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)]
+pub enum Value<'a> {
+    Uint8(u8),
+    Int8(i8),
+    Uint16(u16),
+    Int16(i16),
+    Uint32(u32),
+    Int32(i32),
+    Float32(f32),
+    Bool(bool),
+    /// String bytes (UTF-8 unless copied from a leniently parsed file).
+    String(Cow<'a, [u8]>),
+    /// An array built in memory: every element must be of `elem_type` (for nested arrays,
+    /// every element is a [`Value::Array`] or [`Value::View`]).
+    Array {
+        elem_type: ValueType,
+        elems: Vec<Value<'a>>,
+    },
+    /// An array borrowed from a parsed file.
+    View(ArrayView<'a>),
+    Uint64(u64),
+    Int64(i64),
+    Float64(f64),
+}
+
+impl<'a> Value<'a> {
+    /// A string value.
+    pub fn str(s: &'a str) -> Value<'a> {
+        Value::String(Cow::Borrowed(s.as_bytes()))
+    }
+
+    /// An owned string value.
+    pub fn string(s: impl Into<String>) -> Value<'static> {
+        Value::String(Cow::Owned(s.into().into_bytes()))
+    }
+
+    /// An array of strings.
+    pub fn strings<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> Value<'static> {
+        Value::Array {
+            elem_type: ValueType::String,
+            elems: items.into_iter().map(|s| Value::string(s.as_ref())).collect(),
+        }
+    }
+
+    /// The value's type.
+    pub fn value_type(&self) -> ValueType {
+        match self {
+            Value::Uint8(_) => ValueType::Uint8,
+            Value::Int8(_) => ValueType::Int8,
+            Value::Uint16(_) => ValueType::Uint16,
+            Value::Int16(_) => ValueType::Int16,
+            Value::Uint32(_) => ValueType::Uint32,
+            Value::Int32(_) => ValueType::Int32,
+            Value::Float32(_) => ValueType::Float32,
+            Value::Bool(_) => ValueType::Bool,
+            Value::String(_) => ValueType::String,
+            Value::Array { .. } | Value::View(_) => ValueType::Array,
+            Value::Uint64(_) => ValueType::Uint64,
+            Value::Int64(_) => ValueType::Int64,
+            Value::Float64(_) => ValueType::Float64,
+        }
+    }
+}
+
+impl<'a> From<MetaValue<'a>> for Value<'a> {
+    fn from(v: MetaValue<'a>) -> Value<'a> {
+        match v {
+            MetaValue::Uint8(x) => Value::Uint8(x),
+            MetaValue::Int8(x) => Value::Int8(x),
+            MetaValue::Uint16(x) => Value::Uint16(x),
+            MetaValue::Int16(x) => Value::Int16(x),
+            MetaValue::Uint32(x) => Value::Uint32(x),
+            MetaValue::Int32(x) => Value::Int32(x),
+            MetaValue::Float32(x) => Value::Float32(x),
+            MetaValue::Bool(x) => Value::Bool(x),
+            MetaValue::String(s) => Value::String(Cow::Borrowed(s.as_bytes())),
+            MetaValue::Array(a) => Value::View(a),
+            MetaValue::Uint64(x) => Value::Uint64(x),
+            MetaValue::Int64(x) => Value::Int64(x),
+            MetaValue::Float64(x) => Value::Float64(x),
+        }
+    }
+}
+
+/// A tensor info to write: the data's size and offset follow from the type and dims.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorDesc<'a> {
+    /// Name bytes.
+    pub name: Cow<'a, [u8]>,
+    /// Dimensions in GGUF order (`ne[0]` first).
+    pub dims: Vec<u64>,
+    /// Tensor type.
+    pub ggml_type: GgmlType,
+}
+
+/// Why a header cannot be written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// Two pairs with the same key.
+    #[error("duplicate key {key:?}")]
+    DuplicateKey {
+        /// The key.
+        key: String,
+    },
+    /// Two tensors with the same name.
+    #[error("duplicate tensor name {name:?}")]
+    DuplicateTensor {
+        /// The name.
+        name: String,
+    },
+    /// An array element whose type differs from the array's element type.
+    #[error("key {key:?}: array element of type {found} in an array of {expected}")]
+    MixedArray {
+        /// The key.
+        key: String,
+        /// The array's element type.
+        expected: ValueType,
+        /// The element's type.
+        found: ValueType,
+    },
+    /// `general.alignment` is not a UINT32 power of two.
+    #[error("general.alignment must be a UINT32 power of two")]
+    BadAlignment,
+    /// A tensor whose size cannot be computed.
+    #[error("tensor {name:?}: {source}")]
+    TensorSize {
+        /// The tensor.
+        name: String,
+        /// Why.
+        source: SizeError,
+    },
+    /// More than 4 dimensions.
+    #[error("tensor {name:?}: {n_dims} dimensions; at most 4")]
+    TooManyDims {
+        /// The tensor.
+        name: String,
+        /// Dimensions given.
+        n_dims: usize,
+    },
+    /// Offsets overflow 64 bits.
+    #[error("offsets overflow 64 bits")]
+    Overflow,
+    /// The version is not 2 or 3.
+    #[error("version {0} cannot be written (2 and 3 can)")]
+    Version(u32),
+}
+
+/// Where each tensor's data goes in the written file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// Length of [`GgufWriter::header_bytes`]: with tensors, the data section starts here
+    /// (the parser's `data_offset`); without, the file ends here.
+    pub header_len: u64,
+    /// Per tensor, in directory order: (absolute offset, byte size).
+    pub tensors: Vec<(u64, u64)>,
+    /// Total file size (data section padded at the end; no data section without tensors).
+    pub file_size: u64,
+}
+
+/// Builds and serializes a GGUF header in canonical layout. See the [module docs](self).
+#[derive(Debug, Clone, Default)]
+pub struct GgufWriter<'a> {
+    version: u32,
+    endian: Endian,
+    kvs: Vec<(Cow<'a, [u8]>, Value<'a>)>,
+    tensors: Vec<TensorDesc<'a>>,
+    pad_tensorless: bool,
+}
+
+impl<'a> GgufWriter<'a> {
+    /// An empty v3 little-endian header.
+    pub fn new() -> GgufWriter<'a> {
+        GgufWriter {
+            version: 3,
+            endian: Endian::Little,
+            kvs: Vec::new(),
+            tensors: Vec::new(),
+            pad_tensorless: true,
+        }
+    }
+
+    /// Whether a file without tensors is padded to the alignment after its directory (default
+    /// true, as ggml and gguf-py write; older converter outputs are not padded).
+    pub fn pad_tensorless(mut self, pad: bool) -> Self {
+        self.pad_tensorless = pad;
+        self
+    }
+
+    /// Everything of a parsed file — version (v1 becomes v3), byte order, every pair and every
+    /// tensor info — borrowing its strings and arrays. For a canonical file,
+    /// `header_bytes()` equals the file's bytes up to its data section.
+    ///
+    /// A file without tensors keeps its padding choice: padded if `gguf`'s bytes reach its
+    /// (padded) data offset. Pass the whole file, or set [`pad_tensorless`](Self::pad_tensorless)
+    /// from the file size when only the header was read.
+    pub fn from_gguf<B: AsRef<[u8]>>(gguf: &'a Gguf<B>) -> GgufWriter<'a> {
+        let padded = gguf.bytes().len() as u64 >= gguf.data_offset();
+        let mut w = GgufWriter::new().endian(gguf.endian()).pad_tensorless(padded);
+        if gguf.version() == 2 {
+            w.version = 2;
+        }
+        for e in gguf.metadata() {
+            w.kvs.push((Cow::Borrowed(e.key.as_bytes()), e.value.into()));
+        }
+        for t in gguf.tensors() {
+            w.tensors.push(TensorDesc {
+                name: Cow::Borrowed(t.name.as_bytes()),
+                dims: t.info.dims().to_vec(),
+                ggml_type: t.info.ggml_type(),
+            });
+        }
+        w
+    }
+
+    /// Sets the byte order.
+    pub fn endian(mut self, endian: Endian) -> Self {
+        self.endian = endian;
+        self
+    }
+
+    /// Sets the version (2 or 3; the layout is the same).
+    pub fn version(mut self, version: u32) -> Self {
+        self.version = version;
+        self
+    }
+
+    /// Appends a pair, or replaces the value of an existing key in place (keeping its
+    /// position).
+    pub fn set(&mut self, key: impl Into<Cow<'a, [u8]>>, value: Value<'a>) -> &mut Self {
+        let key = key.into();
+        match self.kvs.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = value,
+            None => self.kvs.push((key, value)),
+        }
+        self
+    }
+
+    /// Removes a pair; returns whether the key existed.
+    pub fn remove(&mut self, key: &[u8]) -> bool {
+        let before = self.kvs.len();
+        self.kvs.retain(|(k, _)| k.as_ref() != key);
+        self.kvs.len() != before
+    }
+
+    /// The value under `key`.
+    pub fn get(&self, key: &[u8]) -> Option<&Value<'a>> {
+        self.kvs.iter().find(|(k, _)| k.as_ref() == key).map(|(_, v)| v)
+    }
+
+    /// The pairs, in order.
+    pub fn kvs(&self) -> &[(Cow<'a, [u8]>, Value<'a>)] {
+        &self.kvs
+    }
+
+    /// Appends a tensor info.
+    pub fn add_tensor(&mut self, tensor: TensorDesc<'a>) -> &mut Self {
+        self.tensors.push(tensor);
+        self
+    }
+
+    /// The tensor infos, in order (mutable: rename, reorder, remove).
+    pub fn tensors_mut(&mut self) -> &mut Vec<TensorDesc<'a>> {
+        &mut self.tensors
+    }
+
+    /// The tensor infos, in order.
+    pub fn tensors(&self) -> &[TensorDesc<'a>] {
+        &self.tensors
+    }
+
+    /// The alignment: `general.alignment` if present (it must be a UINT32 power of two), else
+    /// 32.
+    pub fn alignment(&self) -> Result<u32, WriteError> {
+        match self.get(b"general.alignment") {
+            None => Ok(crate::DEFAULT_ALIGNMENT),
+            Some(Value::Uint32(a)) if a.is_power_of_two() => Ok(*a),
+            Some(_) => Err(WriteError::BadAlignment),
+        }
+    }
+
+    fn check(&self) -> Result<(), WriteError> {
+        if !matches!(self.version, 2 | 3) {
+            return Err(WriteError::Version(self.version));
+        }
+        let mut keys = crate::NameIndex::new();
+        for (i, (key, value)) in self.kvs.iter().enumerate() {
+            let resolve = |j: u32| self.kvs.get(j as usize).map_or(&[][..], |(k, _)| k.as_ref());
+            if keys.find(key, resolve).is_some() {
+                return Err(WriteError::DuplicateKey { key: lossy(key) });
+            }
+            keys.insert(key, i as u32, resolve);
+            check_array(key, value)?;
+        }
+        self.alignment()?;
+        let mut names = crate::NameIndex::new();
+        for (i, t) in self.tensors.iter().enumerate() {
+            let resolve =
+                |j: u32| self.tensors.get(j as usize).map_or(&[][..], |t| t.name.as_ref());
+            if names.find(&t.name, resolve).is_some() {
+                return Err(WriteError::DuplicateTensor { name: lossy(&t.name) });
+            }
+            names.insert(&t.name, i as u32, resolve);
+            if t.dims.len() > 4 {
+                return Err(WriteError::TooManyDims { name: lossy(&t.name), n_dims: t.dims.len() });
+            }
+        }
+        Ok(())
+    }
+
+    /// Where every tensor's data goes (validating the header first).
+    pub fn layout(&self) -> Result<Layout, WriteError> {
+        self.check()?;
+        let header_len = self.encoded_len()?;
+        self.layout_from(header_len)
+    }
+
+    fn layout_from(&self, directory_end: u64) -> Result<Layout, WriteError> {
+        let alignment = u64::from(self.alignment()?);
+        let data_offset = align_up(directory_end, alignment).ok_or(WriteError::Overflow)?;
+        if self.tensors.is_empty() {
+            let end = if self.pad_tensorless { data_offset } else { directory_end };
+            return Ok(Layout { header_len: end, tensors: Vec::new(), file_size: end });
+        }
+        let mut next = 0u64;
+        let mut tensors = Vec::with_capacity(self.tensors.len());
+        for t in &self.tensors {
+            let nbytes = tensor_nbytes(t.ggml_type, &t.dims)
+                .map_err(|source| WriteError::TensorSize { name: lossy(&t.name), source })?;
+            let abs = data_offset.checked_add(next).ok_or(WriteError::Overflow)?;
+            tensors.push((abs, nbytes));
+            let end = next.checked_add(nbytes).ok_or(WriteError::Overflow)?;
+            next = align_up(end, alignment).ok_or(WriteError::Overflow)?;
+        }
+        let file_size = data_offset.checked_add(next).ok_or(WriteError::Overflow)?;
+        Ok(Layout { header_len: data_offset, tensors, file_size })
+    }
+
+    /// Length of the header up to the end of the tensor directory (no padding).
+    fn encoded_len(&self) -> Result<u64, WriteError> {
+        let mut counter = Sink::Count(0);
+        self.encode(&mut counter, &[])?;
+        match counter {
+            Sink::Count(n) => Ok(n),
+            Sink::Bytes(_) => unreachable!("a counting sink stays one"),
+        }
+    }
+
+    /// The header bytes: fixed header, pairs, tensor infos and (with tensors) the padding up
+    /// to the data section. Its length is [`Layout::header_len`].
+    pub fn header_bytes(&self) -> Result<Vec<u8>, WriteError> {
+        let layout = self.layout()?;
+        let offsets: Vec<u64> =
+            layout.tensors.iter().map(|&(abs, _)| abs - layout.header_len).collect();
+        let mut sink = Sink::Bytes(Vec::with_capacity(layout.header_len as usize));
+        self.encode(&mut sink, &offsets)?;
+        let Sink::Bytes(mut out) = sink else { unreachable!("a byte sink stays one") };
+        out.resize(layout.header_len as usize, 0);
+        Ok(out)
+    }
+
+    /// A whole file in memory: the header, then each tensor's data from `data(index)` (which
+    /// must have the tensor's size; shorter data is zero-filled, longer truncated). For tests
+    /// and small files; large files are written by the streaming crate's file builder.
+    pub fn to_bytes(&self, mut data: impl FnMut(usize) -> Vec<u8>) -> Result<Vec<u8>, WriteError> {
+        let layout = self.layout()?;
+        let mut out = self.header_bytes()?;
+        out.resize(layout.file_size as usize, 0);
+        for (i, &(abs, n)) in layout.tensors.iter().enumerate() {
+            let d = data(i);
+            let n = (n as usize).min(d.len());
+            let start = abs as usize;
+            if let (Some(dst), Some(src)) = (out.get_mut(start..start + n), d.get(..n)) {
+                dst.copy_from_slice(src);
+            }
+        }
+        Ok(out)
+    }
+
+    fn encode(&self, out: &mut Sink, offsets: &[u64]) -> Result<(), WriteError> {
+        let e = Enc { endian: self.endian };
+        out.put(b"GGUF");
+        e.u32(out, self.version);
+        e.u64(out, self.tensors.len() as u64);
+        e.u64(out, self.kvs.len() as u64);
+        for (key, value) in &self.kvs {
+            e.string(out, key);
+            e.u32(out, value.value_type().code());
+            e.value(out, value);
+        }
+        for (i, t) in self.tensors.iter().enumerate() {
+            e.string(out, &t.name);
+            e.u32(out, t.dims.len() as u32);
+            for &d in &t.dims {
+                e.u64(out, d);
+            }
+            e.u32(out, t.ggml_type.code());
+            e.u64(out, offsets.get(i).copied().unwrap_or(0));
+        }
+        Ok(())
+    }
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn check_array(key: &[u8], value: &Value<'_>) -> Result<(), WriteError> {
+    if let Value::Array { elem_type, elems } = value {
+        for v in elems {
+            if v.value_type() != *elem_type {
+                return Err(WriteError::MixedArray {
+                    key: lossy(key),
+                    expected: *elem_type,
+                    found: v.value_type(),
+                });
+            }
+            check_array(key, v)?;
+        }
+    }
+    Ok(())
+}
+
+/// Output: bytes, or just a count (to size the header before writing it).
+enum Sink {
+    Count(u64),
+    Bytes(Vec<u8>),
+}
+
+impl Sink {
+    fn put(&mut self, b: &[u8]) {
+        match self {
+            Sink::Count(n) => *n += b.len() as u64,
+            Sink::Bytes(v) => v.extend_from_slice(b),
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Enc {
+    endian: Endian,
+}
+
+macro_rules! put_num {
+    ($self:ident, $out:ident, $x:expr) => {
+        match $self.endian {
+            Endian::Little => $out.put(&$x.to_le_bytes()),
+            Endian::Big => $out.put(&$x.to_be_bytes()),
+        }
+    };
+}
+
+impl Enc {
+    fn u32(self, out: &mut Sink, v: u32) {
+        put_num!(self, out, v)
+    }
+
+    fn u64(self, out: &mut Sink, v: u64) {
+        put_num!(self, out, v)
+    }
+
+    fn string(self, out: &mut Sink, s: &[u8]) {
+        self.u64(out, s.len() as u64);
+        out.put(s);
+    }
+
+    fn value(self, out: &mut Sink, v: &Value<'_>) {
+        match v {
+            Value::Uint8(x) => put_num!(self, out, x),
+            Value::Int8(x) => put_num!(self, out, x),
+            Value::Uint16(x) => put_num!(self, out, x),
+            Value::Int16(x) => put_num!(self, out, x),
+            Value::Uint32(x) => put_num!(self, out, x),
+            Value::Int32(x) => put_num!(self, out, x),
+            Value::Float32(x) => put_num!(self, out, x),
+            Value::Bool(x) => out.put(&[u8::from(*x)]),
+            Value::String(s) => self.string(out, s),
+            Value::Array { elem_type, elems } => {
+                self.u32(out, elem_type.code());
+                self.u64(out, elems.len() as u64);
+                elems.iter().for_each(|e| self.value(out, e));
+            }
+            Value::View(a) => self.view(out, a),
+            Value::Uint64(x) => put_num!(self, out, x),
+            Value::Int64(x) => put_num!(self, out, x),
+            Value::Float64(x) => put_num!(self, out, x),
+        }
+    }
+
+    fn view(self, out: &mut Sink, a: &ArrayView<'_>) {
+        self.u32(out, a.elem_type().code());
+        self.u64(out, a.len());
+        // Same byte order and 64-bit lengths: the stored elements are already what we would
+        // write (bools too: a value other than 0/1 is copied as it was).
+        if a.endian() == self.endian && a.is_wide() {
+            out.put(a.payload());
+            return;
+        }
+        for v in a.iter() {
+            self.value(out, &Value::from(v));
+        }
+    }
+}

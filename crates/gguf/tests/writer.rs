@@ -1,0 +1,254 @@
+//! The writer: byte-exact re-writes of canonical files (every corpus file, every builder-made
+//! file), round trips through both byte orders, and its refusals.
+
+mod arbitrary;
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use arbitrary::arb_file;
+use proptest::prelude::*;
+use sipllm_gguf::writer::Value;
+use sipllm_gguf::{
+    Endian, GgmlType, Gguf, GgufWriter, MetaValue, ParseOptions, SizeError, TensorDesc, ValueType,
+    WriteError,
+};
+
+/// Re-writes a parsed file with its own data: header from the writer, data copied over.
+fn rewrite<B: AsRef<[u8]>>(gguf: &Gguf<B>, original: &[u8], endian: Endian) -> Vec<u8> {
+    let w = GgufWriter::from_gguf(gguf).endian(endian);
+    w.to_bytes(|i| {
+        let t = &gguf.tensor_infos()[i];
+        let start = t.abs_offset() as usize;
+        original[start..start + t.nbytes().unwrap() as usize].to_vec()
+    })
+    .unwrap()
+}
+
+fn parse(bytes: &[u8]) -> Gguf<&[u8]> {
+    sipllm_gguf::parse(bytes).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The same values, whatever the byte order they were stored in.
+fn assert_same_content(a: &Gguf<&[u8]>, b: &Gguf<&[u8]>) {
+    assert_eq!(a.kv_len(), b.kv_len());
+    for (x, y) in a.metadata().zip(b.metadata()) {
+        assert_eq!(x.key, y.key);
+        assert_same_value(&x.value, &y.value);
+    }
+    assert_eq!(a.tensor_infos().len(), b.tensor_infos().len());
+    for (x, y) in a.tensors().zip(b.tensors()) {
+        assert_eq!(
+            (x.name, x.info.dims(), x.info.ggml_type()),
+            (y.name, y.info.dims(), y.info.ggml_type())
+        );
+        assert_eq!((x.info.offset(), x.info.nbytes()), (y.info.offset(), y.info.nbytes()));
+    }
+}
+
+fn assert_same_value(x: &MetaValue<'_>, y: &MetaValue<'_>) {
+    match (x, y) {
+        (MetaValue::Array(p), MetaValue::Array(q)) => {
+            assert_eq!((p.elem_type(), p.len()), (q.elem_type(), q.len()));
+            for (u, v) in p.iter().zip(q.iter()) {
+                assert_same_value(&u, &v);
+            }
+        }
+        (MetaValue::Float32(p), MetaValue::Float32(q)) => assert_eq!(p.to_bits(), q.to_bits()),
+        (MetaValue::Float64(p), MetaValue::Float64(q)) => assert_eq!(p.to_bits(), q.to_bits()),
+        _ => assert_eq!(x, y),
+    }
+}
+
+#[test]
+fn every_canonical_corpus_file_is_rewritten_byte_for_byte() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
+    if !dir.is_dir() {
+        eprintln!("SKIPPED: {} not found; corpus re-write tests did not run", dir.display());
+        return;
+    }
+    let mut n = 0;
+    for sub in ["real", "generated"] {
+        for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|x| x != "gguf") {
+                continue;
+            }
+            let bytes = std::fs::read(&path).unwrap();
+            let gguf = parse(&bytes);
+            let again = rewrite(&gguf, &bytes, gguf.endian());
+            let first_diff = again.iter().zip(&bytes).position(|(a, b)| a != b);
+            assert!(
+                again == bytes,
+                "{}: re-write differs: lengths {} vs {}, first difference at {first_diff:?}",
+                path.display(),
+                again.len(),
+                bytes.len()
+            );
+            // And in the other byte order, it holds the same values.
+            let other = match gguf.endian() {
+                Endian::Little => Endian::Big,
+                Endian::Big => Endian::Little,
+            };
+            let swapped = rewrite(&gguf, &bytes, other);
+            assert_eq!(swapped.len(), bytes.len());
+            let reparsed = parse(&swapped);
+            assert_eq!(reparsed.endian(), other);
+            assert_same_content(&gguf, &reparsed);
+            n += 1;
+        }
+    }
+    assert_eq!(n, 15);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Builder output is canonical: parse then write gives the same bytes, in its byte order;
+    /// written in the other byte order, it parses to the same values.
+    #[test]
+    fn built_files_round_trip_in_both_byte_orders(b in arb_file()) {
+        let bytes = b.build();
+        let gguf = parse(&bytes);
+        let again = rewrite(&gguf, &bytes, gguf.endian());
+        prop_assert!(again == bytes, "re-write differs");
+        for endian in [Endian::Little, Endian::Big] {
+            let out = rewrite(&gguf, &bytes, endian);
+            let reparsed = parse(&out);
+            prop_assert_eq!(reparsed.endian(), endian);
+            assert_same_content(&gguf, &reparsed);
+            // Tensor data moved with the directory.
+            for (x, y) in gguf.tensors().zip(reparsed.tensors()) {
+                let (a, n) = (x.info.abs_offset() as usize, x.info.nbytes().unwrap() as usize);
+                let c = y.info.abs_offset() as usize;
+                prop_assert_eq!(&bytes[a..a + n], &out[c..c + n]);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_header_built_from_scratch_parses_back() {
+    let mut w = GgufWriter::new();
+    w.set(&b"general.architecture"[..], Value::str("llama"))
+        .set(&b"llama.block_count"[..], Value::Uint32(2))
+        .set(&b"general.alignment"[..], Value::Uint32(64))
+        .set(&b"tokenizer.ggml.tokens"[..], Value::strings(["a", "b", "c"]))
+        .set(
+            &b"nested"[..],
+            Value::Array {
+                elem_type: ValueType::Array,
+                elems: vec![
+                    Value::Array { elem_type: ValueType::Int8, elems: vec![Value::Int8(-1)] },
+                    Value::strings(["x"]),
+                ],
+            },
+        );
+    w.add_tensor(TensorDesc {
+        name: Cow::Borrowed(b"a"),
+        dims: vec![32, 2],
+        ggml_type: GgmlType::Q8_0,
+    });
+    w.add_tensor(TensorDesc { name: Cow::Borrowed(b"b"), dims: vec![3], ggml_type: GgmlType::F32 });
+    let layout = w.layout().unwrap();
+    let bytes = w.to_bytes(|i| vec![i as u8 + 1; layout.tensors[i].1 as usize]).unwrap();
+    assert_eq!(bytes.len() as u64, layout.file_size);
+    let g = parse(&bytes);
+    assert_eq!(g.alignment(), 64);
+    assert_eq!(g.data_offset() % 64, 0);
+    assert_eq!(g.data_offset(), layout.header_len);
+    assert_eq!(g.get_str("general.architecture"), Some("llama"));
+    let tokens: Vec<_> = g.get_array("tokenizer.ggml.tokens").unwrap().strings().unwrap().collect();
+    assert_eq!(tokens, ["a", "b", "c"]);
+    let nested: Vec<_> = g.get_array("nested").unwrap().iter().collect();
+    assert_eq!(nested[0].as_array().unwrap().to_vec::<i8>(), Some(vec![-1]));
+    // Q8_0 [32, 2]: 2 blocks of 34 bytes, then `b` at the next multiple of 64.
+    let (a, b) = (g.tensor("a").unwrap().info, g.tensor("b").unwrap().info);
+    assert_eq!((a.offset(), a.nbytes()), (0, Some(68)));
+    assert_eq!((b.offset(), b.nbytes()), (128, Some(12)));
+    assert_eq!(&bytes[b.abs_offset() as usize..][..12], &[2; 12]);
+    assert_eq!(layout.file_size, g.data_offset() + 192, "the last tensor is padded too");
+}
+
+#[test]
+fn set_replaces_in_place_and_remove_removes() {
+    let src = sipllm_gguf::builder::GgufBuilder::new()
+        .kv("a", sipllm_gguf::builder::Value::Uint8(1))
+        .kv("b", sipllm_gguf::builder::Value::str("x"))
+        .kv("c", sipllm_gguf::builder::Value::Uint8(3))
+        .build();
+    let g = parse(&src);
+    let mut w = GgufWriter::from_gguf(&g);
+    w.set(&b"b"[..], Value::string("a longer value"));
+    assert!(w.remove(b"a"));
+    assert!(!w.remove(b"missing"));
+    w.set(&b"d"[..], Value::Bool(true));
+    let out = w.header_bytes().unwrap();
+    let g2 = parse(&out);
+    let keys: Vec<_> = g2.metadata().map(|e| e.key.as_str().unwrap().to_string()).collect();
+    assert_eq!(keys, ["b", "c", "d"]);
+    assert_eq!(g2.get_str("b"), Some("a longer value"));
+}
+
+#[test]
+fn the_writer_refuses_what_no_reader_should_accept() {
+    // A duplicate key can only come from a leniently parsed file: `set` replaces.
+    let src = sipllm_gguf::builder::GgufBuilder::new()
+        .kv("k", sipllm_gguf::builder::Value::Uint8(1))
+        .kv("k", sipllm_gguf::builder::Value::Uint8(2))
+        .build();
+    let lenient = ParseOptions::new(sipllm_gguf::Profile::Lenient);
+    let g = sipllm_gguf::parse_with(&src[..], &lenient).unwrap();
+    let dup = GgufWriter::from_gguf(&g);
+    assert_eq!(dup.header_bytes().unwrap_err(), WriteError::DuplicateKey { key: "k".into() });
+    let mixed = {
+        let mut w = GgufWriter::new();
+        w.set(
+            &b"arr"[..],
+            Value::Array { elem_type: ValueType::Uint8, elems: vec![Value::Int8(1)] },
+        );
+        w
+    };
+    assert_eq!(
+        mixed.header_bytes().unwrap_err(),
+        WriteError::MixedArray {
+            key: "arr".into(),
+            expected: ValueType::Uint8,
+            found: ValueType::Int8
+        }
+    );
+    let mut bad_align = GgufWriter::new();
+    bad_align.set(&b"general.alignment"[..], Value::Uint32(48));
+    assert_eq!(bad_align.layout().unwrap_err(), WriteError::BadAlignment);
+    bad_align.set(&b"general.alignment"[..], Value::Int32(32));
+    assert_eq!(bad_align.layout().unwrap_err(), WriteError::BadAlignment);
+
+    let tensor = |name: &'static [u8], dims: Vec<u64>, ggml_type| TensorDesc {
+        name: Cow::Borrowed(name),
+        dims,
+        ggml_type,
+    };
+    let mut t = GgufWriter::new();
+    t.add_tensor(tensor(b"x", vec![4], GgmlType::F32)).add_tensor(tensor(
+        b"x",
+        vec![4],
+        GgmlType::F32,
+    ));
+    assert_eq!(t.layout().unwrap_err(), WriteError::DuplicateTensor { name: "x".into() });
+    let mut t = GgufWriter::new();
+    t.add_tensor(tensor(b"q", vec![33], GgmlType::Q8_0));
+    assert_eq!(
+        t.layout().unwrap_err(),
+        WriteError::TensorSize {
+            name: "q".into(),
+            source: SizeError::NotBlockMultiple { ne0: 33, block_size: 32, ty: GgmlType::Q8_0 }
+        }
+    );
+    let mut t = GgufWriter::new();
+    t.add_tensor(tensor(b"d", vec![1; 5], GgmlType::F32));
+    assert_eq!(t.layout().unwrap_err(), WriteError::TooManyDims { name: "d".into(), n_dims: 5 });
+    let mut t = GgufWriter::new();
+    t.add_tensor(tensor(b"r", vec![32], GgmlType::Removed(4)));
+    assert!(matches!(t.layout().unwrap_err(), WriteError::TensorSize { .. }));
+    assert_eq!(GgufWriter::new().version(1).layout().unwrap_err(), WriteError::Version(1));
+}
