@@ -10,8 +10,8 @@ use std::fs::{self, File};
 use std::hint::black_box;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use sipllm_gguf::builder::{GgufBuilder, Tensor, Value, llama3};
@@ -85,6 +85,8 @@ fn bench_read(c: &mut Criterion) {
     drop(probe);
     let mut buf = vec![0u8; max];
 
+    paired_summary(&path, &ranges, &mut buf, total);
+
     let mut group = c.benchmark_group("read_throughput");
     group.throughput(Throughput::Bytes(total));
     group.sampling_mode(SamplingMode::Flat);
@@ -101,12 +103,7 @@ fn bench_read(c: &mut Criterion) {
             black_box(&buf);
         })
     });
-    for (name, backend, readahead) in [
-        ("read_raw_pread", Backend::Pread, 0),
-        ("read_raw_pread_readahead2", Backend::Pread, 2),
-        ("read_raw_mmap", Backend::Mmap, 0),
-        ("read_raw_mmap_readahead2", Backend::Mmap, 2),
-    ] {
+    for (name, backend, readahead) in VARIANTS {
         let opts = OpenOptions::default().with_backend(backend).with_readahead(readahead);
         let file = GgufFile::open(&path, &opts).unwrap();
         group.bench_function(name, |b| {
@@ -120,6 +117,61 @@ fn bench_read(c: &mut Criterion) {
         });
     }
     group.finish();
+}
+
+const VARIANTS: [(&str, Backend, usize); 4] = [
+    ("read_raw_pread", Backend::Pread, 0),
+    ("read_raw_pread_readahead2", Backend::Pread, 2),
+    ("read_raw_mmap", Backend::Mmap, 0),
+    ("read_raw_mmap_readahead2", Backend::Mmap, 2),
+];
+
+/// Interleaved passes (plain loop, then each variant, repeated): the ratio to the plain loop
+/// from passes taken side by side, which drifts far less on a shared machine than separate
+/// criterion groups run a minute apart.
+fn paired_summary(path: &Path, ranges: &[(u64, usize)], buf: &mut [u8], total: u64) {
+    const ROUNDS: usize = 9;
+    let f = File::open(path).unwrap();
+    let files: Vec<GgufFile> = VARIANTS
+        .iter()
+        .map(|&(_, backend, readahead)| {
+            let opts = OpenOptions::default().with_backend(backend).with_readahead(readahead);
+            GgufFile::open(path, &opts).unwrap()
+        })
+        .collect();
+    let mut times = vec![Vec::new(); 1 + files.len()];
+    for _ in 0..ROUNDS {
+        let start = Instant::now();
+        for &(offset, len) in ranges {
+            f.read_exact_at(&mut buf[..len], offset).unwrap();
+        }
+        times[0].push(start.elapsed().as_secs_f64());
+        for (file, t) in files.iter().zip(&mut times[1..]) {
+            let start = Instant::now();
+            for tensor in file.tensors() {
+                let len = tensor.byte_len().unwrap();
+                file.read_raw(tensor, &mut buf[..len]).unwrap();
+            }
+            t.push(start.elapsed().as_secs_f64());
+        }
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let plain = median(&mut times[0]);
+    let gib = total as f64 / f64::from(1u32 << 30);
+    eprintln!("paired summary ({ROUNDS} interleaved rounds, median per pass):");
+    eprintln!("  plain_pread_loop: {:.1} ms, {:.2} GiB/s", plain * 1e3, gib / plain);
+    for ((name, ..), t) in VARIANTS.iter().zip(&mut times[1..]) {
+        let m = median(t);
+        eprintln!(
+            "  {name}: {:.1} ms, {:.2} GiB/s, {:.1} % of the plain loop's throughput",
+            m * 1e3,
+            gib / m,
+            100.0 * plain / m
+        );
+    }
 }
 
 criterion_group!(benches, bench_read);

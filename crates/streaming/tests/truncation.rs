@@ -135,6 +135,18 @@ fn truncated_inside_the_header_names_the_item_cut() {
 }
 
 #[test]
+fn empty_and_tiny_files_fail_at_the_header() {
+    for (bytes, path) in [(&b""[..], "header.magic"), (&b"GGUF\x03\0"[..], "header.version")] {
+        for result in open_all_ways("tiny", bytes) {
+            let err = result.unwrap_err();
+            assert_eq!(err.code(), "gguf::input::unexpected_eof", "{err}");
+            assert_eq!(err.offset(), Some(bytes.len() as u64));
+            assert_eq!(err.parse_error().unwrap().path().to_string(), path);
+        }
+    }
+}
+
+#[test]
 fn a_file_that_shrinks_after_open_reports_offset_and_missing_bytes() {
     let full = four_tensors();
     let base = data_offset(&full) as u64;
