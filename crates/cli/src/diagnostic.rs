@@ -2,7 +2,7 @@
 //!
 //! A [`Finding`] is the format-neutral record of one problem (code, message, logical path,
 //! offset, length, help), made from a GGUF or `.llmw` parser error, a GGUF warning or an I/O
-//! error. [`FileDiagnostic`] pairs it with a [`hexview`](crate::render::hexview) window of the
+//! error. [`FileDiagnostic`] pairs it with a [`hexview`](crate::render::hexview::build) window of the
 //! bytes around the offset and implements [`miette::Diagnostic`] by hand (not with the derive:
 //! zkat/miette#458 makes derived fields raise false `unused_assignments` warnings on Rust
 //! ≥ 1.93). [`Renderer`] draws it with miette's graphical handler, in color only when asked.

@@ -94,7 +94,7 @@ fn summary(out: &mut dyn Write, name: &str, view: &View<'_>) -> io::Result<()> {
     let mut rows: Vec<(&str, String)> = vec![
         ("file", escape::str(name).into_owned()),
         ("format", format!("{format} v{}, {}-endian", s.version, s.endian)),
-        ("file size", format!("{} bytes ({})", group(s.file_size), human_bytes(s.file_size))),
+        ("file size", bytes_for_people(s.file_size)),
         ("alignment", s.alignment.to_string()),
         ("data offset", format!("{} (0x{:x})", group(s.data_offset), s.data_offset)),
         ("metadata", format!("{} key/value pairs", group(s.kv_count))),
@@ -135,6 +135,15 @@ fn summary(out: &mut dyn Write, name: &str, view: &View<'_>) -> io::Result<()> {
         parameters(out, &view.tensors)?;
     }
     Ok(())
+}
+
+/// `7,296 bytes (7.12 KiB)`, or `269 bytes` when the unit adds nothing.
+fn bytes_for_people(n: u64) -> String {
+    if n < 1024 {
+        format!("{} bytes", group(n))
+    } else {
+        format!("{} bytes ({})", group(n), human_bytes(n))
+    }
 }
 
 /// A value for the summary: one short line, escaped.
@@ -197,7 +206,7 @@ fn parameters(out: &mut dyn Write, tensors: &[TensorRow<'_>]) -> io::Result<()> 
         pairs[0].1 = format!("{} ({})", group(total.params), human_count(total.params));
     }
     if total.unknown_size == 0 {
-        pairs.push(("bytes", format!("{} ({})", group(total.bytes), human_bytes(total.bytes))));
+        pairs.push(("bytes", bytes_for_people(total.bytes)));
     }
     pairs.push(("bits/weight", bpw(&total)));
     writeln!(out, "\nweights")?;

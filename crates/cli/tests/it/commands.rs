@@ -1,0 +1,191 @@
+//! `read`, `verify`, `tensors`, `completions`, and `.llmw` files through every command.
+
+use sha2::{Digest, Sha256};
+use sipllm_gguf::builder::pattern;
+use sipllm_llmw::{GgmlType, ModelWriter};
+
+use crate::files::{valid, write};
+use crate::support::{golden, shared, sipllm, temp_dir};
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn verify_manifest_equals_the_corpus_tensor_hashes() {
+    let Some(shared) = shared("verify_manifest_equals_the_corpus_tensor_hashes") else { return };
+    let dir = temp_dir("verify-corpus");
+    for endian in ["le", "be"] {
+        let file = shared.join(format!("corpus/generated/tiny-llama.{endian}.gguf"));
+        let expected_path =
+            shared.join(format!("corpus/generated/tiny-llama.{endian}.tensors.sha256"));
+        let out = dir.join(format!("{endian}.sha256"));
+        let run = sipllm(
+            &dir,
+            &[
+                "verify",
+                "--hash",
+                "sha256",
+                "--manifest",
+                out.to_str().unwrap(),
+                file.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(run.code, Some(0), "{}", run.transcript());
+        assert!(run.stdout.contains("verified 8 tensors"), "{}", run.stdout);
+        assert!(run.stdout.contains("/s"), "the throughput is printed: {}", run.stdout);
+        let got = std::fs::read_to_string(&out).unwrap();
+        let want = std::fs::read_to_string(&expected_path).unwrap();
+        assert_eq!(got.lines().collect::<Vec<_>>(), want.lines().collect::<Vec<_>>(), "{endian}");
+
+        // --check against the reference manifest: every tensor matches.
+        let run = sipllm(
+            &dir,
+            &["verify", "--check", expected_path.to_str().unwrap(), file.to_str().unwrap()],
+        );
+        assert_eq!(run.code, Some(0), "{}", run.transcript());
+        assert!(run.stdout.contains("check: all 8 tensors match"));
+    }
+}
+
+#[test]
+fn verify_check_lists_every_mismatch() {
+    let dir = temp_dir("verify-check");
+    let file = write(&dir, "model.gguf", &valid());
+    for (hash, digits) in [("sha256", 64), ("xxh3", 16)] {
+        let manifest = format!("{hash}.txt");
+        let run = sipllm(&dir, &["verify", "--hash", hash, "--manifest", &manifest, &file]);
+        assert_eq!(run.code, Some(0), "{}", run.transcript());
+        let text = std::fs::read_to_string(dir.join(&manifest)).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines.iter().all(|l| l.split("  ").next().unwrap().len() == digits));
+        // The hash kind is guessed from the manifest.
+        let run = sipllm(&dir, &["verify", "--check", &manifest, &file]);
+        assert_eq!(run.code, Some(0), "{}", run.transcript());
+
+        // Change one hash, one size, drop one line and add a stranger: four differences.
+        let mut edited: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        edited[0] = edited[0].replacen(
+            &edited[0][..2],
+            if &edited[0][..2] == "00" { "11" } else { "00" },
+            1,
+        );
+        edited[1] = edited[1].replacen("  1088  ", "  1089  ", 1);
+        edited.remove(2);
+        edited.push(format!("{}  4  ghost.weight", "a".repeat(digits)));
+        std::fs::write(dir.join("edited.txt"), edited.join("\n")).unwrap();
+        let run = sipllm(&dir, &["verify", "--check", "edited.txt", &file]);
+        assert_eq!(run.code, Some(1), "{}", run.transcript());
+        let mismatches: Vec<&str> =
+            run.stdout.lines().filter(|l| l.starts_with("MISMATCH")).collect();
+        assert_eq!(mismatches.len(), 4, "{}", run.stdout);
+        assert!(mismatches.iter().any(|l| l.contains("token_embd.weight: hash")));
+        assert!(
+            mismatches
+                .iter()
+                .any(|l| l.contains("blk.0.attn_q.weight: size 1088 in the file, 1089"))
+        );
+        assert!(
+            mismatches
+                .iter()
+                .any(|l| l.contains("output_norm.weight: in the file, not in the manifest"))
+        );
+        assert!(
+            mismatches.iter().any(|l| l.contains("ghost.weight: in the manifest, not in the file"))
+        );
+    }
+}
+
+#[test]
+fn read_writes_the_stored_bytes() {
+    let dir = temp_dir("read");
+    let file = write(&dir, "model.gguf", &valid());
+    // The builder fills tensor i with `pattern(i, nbytes)`.
+    let q = pattern(1, 1088);
+    let run = sipllm(&dir, &["read", &file, "blk.0.attn_q.weight", "-o", "q.bin"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert_eq!(std::fs::read(dir.join("q.bin")).unwrap(), q);
+    // To a pipe, and a range of it.
+    let run = sipllm(&dir, &["read", &file, "blk.0.attn_q.weight", "--range", "34..0x50"]);
+    assert_eq!(run.code, Some(0));
+    assert_eq!(run.stdout_bytes, q[34..80]);
+    let run = sipllm(&dir, &["read", &file, "blk.0.attn_q.weight", "--range", "1000.."]);
+    assert_eq!(run.stdout_bytes, q[1000..]);
+    // A range past the tensor is a usage error.
+    let run = sipllm(&dir, &["read", &file, "blk.0.attn_q.weight", "--range", "0..1089"]);
+    assert_eq!(run.code, Some(2));
+    assert!(run.stderr.contains("not inside the tensor's 1088 bytes"), "{}", run.stderr);
+    let run = sipllm(&dir, &["read", &file, "nope", "-o", "x.bin"]);
+    assert_eq!(run.code, Some(2));
+    assert!(run.stderr.contains("no tensor named \"nope\""), "{}", run.stderr);
+}
+
+fn llmw_file() -> Vec<u8> {
+    let data = pattern(0, 4 * 3 * 4);
+    let mut w = ModelWriter::new();
+    w.add_meta_str("general.architecture", "llama")
+        .unwrap()
+        .add_meta_str("general.name", "tiny-llmw")
+        .unwrap()
+        .add_meta_i64("llama.block_count", 2)
+        .unwrap()
+        .add_meta_f64("llama.rope.freq_base", 10000.0)
+        .unwrap()
+        .add_meta_strs("tokenizer.ggml.tokens", ["<s>", "</s>", "hi"])
+        .unwrap()
+        .add_meta_i64s("tokenizer.ggml.token_type", [3, 3, 1])
+        .unwrap()
+        .add_meta_f64s("tokenizer.ggml.scores", [0.0, -1.5, f64::NAN])
+        .unwrap()
+        .add_tensor("token_embd.weight", GgmlType::F32, &[3, 4], &data)
+        .unwrap();
+    w.to_vec().unwrap()
+}
+
+#[test]
+fn llmw_files_work_with_every_command() {
+    let dir = temp_dir("llmw");
+    let file = write(&dir, "tiny.llmw", &llmw_file());
+    let run = sipllm(&dir, &["inspect", &file]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    golden("inspect/llmw.txt", &run.transcript());
+    let run = sipllm(&dir, &["inspect", "--json", &file]);
+    assert_eq!(run.code, Some(0));
+    golden("inspect/llmw.json", &run.stdout);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(doc["format"], "llmw");
+    assert_eq!(doc["alignment"], 64);
+    assert_eq!(doc["tensors"][0]["shape"], serde_json::json!([3, 4]));
+    assert_eq!(doc["tensors"][0]["ne"], serde_json::json!([4, 3]));
+
+    assert_eq!(sipllm(&dir, &["validate", &file]).code, Some(0));
+    let run = sipllm(&dir, &["read", &file, "token_embd.weight"]);
+    assert_eq!(run.stdout_bytes, pattern(0, 48));
+    let run = sipllm(&dir, &["verify", "--manifest", "-", &file]);
+    assert_eq!(run.code, Some(0));
+    assert_eq!(
+        run.stdout,
+        format!("{}  48  token_embd.weight\n", hex(&Sha256::digest(pattern(0, 48))))
+    );
+
+    // A corrupt .llmw file: the dtype of the only tensor set to a removed ggml type.
+    let mut bytes = llmw_file();
+    let name = b"token_embd.weight";
+    let at = bytes.windows(name.len()).position(|w| w == name).unwrap() + name.len();
+    bytes[at..at + 4].copy_from_slice(&4u32.to_le_bytes());
+    let bad = write(&dir, "bad.llmw", &bytes);
+    let run = sipllm(&dir, &["validate", &bad]);
+    assert_eq!(run.code, Some(1), "{}", run.transcript());
+    golden("validate/llmw-removed-dtype.txt", &run.transcript());
+}
+
+#[test]
+fn completions_are_generated() {
+    let dir = temp_dir("completions");
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let run = sipllm(&dir, &["completions", shell]);
+        assert_eq!(run.code, Some(0), "{shell}");
+        assert!(run.stdout.contains("validate") && run.stdout.contains("profile"), "{shell}");
+    }
+}

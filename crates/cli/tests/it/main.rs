@@ -1,0 +1,15 @@
+//! Integration tests of the `sipllm` binary: one test binary (one link) with a module per
+//! concern.
+//!
+//! * `golden`: rendered output compared with the files in `tests/golden/` (regenerate with
+//!   `SIPLLM_UPDATE_GOLDEN=1 cargo test -p sipllm-cli`);
+//! * `exit_codes`: the 0/1/2 contract, and that nothing exits 101 (a panic);
+//! * `corpus`: `inspect --json` against the reference reader's view of every corpus file;
+//! * `commands`: `read`, `verify`, `tensors`, `completions`, `.llmw` files.
+
+mod commands;
+mod corpus;
+mod exit_codes;
+mod files;
+mod golden;
+mod support;

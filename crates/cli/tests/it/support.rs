@@ -1,0 +1,108 @@
+//! Running the binary, temporary files, golden files and the shared corpus.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The output of one run of `sipllm`.
+#[derive(Debug)]
+pub(crate) struct Run {
+    /// The exit code (`None`: killed by a signal).
+    pub(crate) code: Option<i32>,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) stdout_bytes: Vec<u8>,
+}
+
+impl Run {
+    /// Exit code, stdout and stderr in one text, the shape of a golden file.
+    pub(crate) fn transcript(&self) -> String {
+        let mut s = format!("exit: {}\n", self.code.map_or("signal".into(), |c| c.to_string()));
+        if !self.stdout.is_empty() {
+            s.push_str("--- stdout\n");
+            s.push_str(&self.stdout);
+        }
+        if !self.stderr.is_empty() {
+            s.push_str("--- stderr\n");
+            s.push_str(&self.stderr);
+        }
+        s
+    }
+}
+
+/// Runs `sipllm args…` in `dir`, without color, at the fixed non-terminal width.
+pub(crate) fn sipllm(dir: &Path, args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_sipllm"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env_remove("CLICOLOR_FORCE")
+        .output()
+        .expect("the sipllm binary runs");
+    let run = Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        stdout_bytes: out.stdout,
+    };
+    assert_ne!(run.code, Some(101), "sipllm {args:?} panicked:\n{}", run.stderr);
+    assert!(run.code.is_some(), "sipllm {args:?} was killed by a signal");
+    run
+}
+
+/// A fresh directory for one test under the target directory.
+pub(crate) fn temp_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sipllm-cli").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// The repository's bundled sample.
+pub(crate) fn sample_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/tiny-llama.gguf")
+}
+
+/// `../shared/` beside the checkout, or `None` (after saying so loudly) when it is absent.
+pub(crate) fn shared(test: &str) -> Option<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
+    if dir.join("corpus").is_dir() {
+        Some(dir)
+    } else {
+        eprintln!(
+            "SKIPPED: {test}: ../shared/corpus is not beside the checkout (CI has it); \
+             nothing was compared"
+        );
+        None
+    }
+}
+
+/// Compares `actual` with `tests/golden/<name>`; with `SIPLLM_UPDATE_GOLDEN=1` set, writes it
+/// instead.
+pub(crate) fn golden(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    if std::env::var_os("SIPLLM_UPDATE_GOLDEN").is_some_and(|v| !v.is_empty() && v != "0") {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "golden file {} is missing ({e}); run with SIPLLM_UPDATE_GOLDEN=1 to create it.\n\
+             actual output:\n{actual}",
+            path.display()
+        )
+    });
+    if expected != actual {
+        let first = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or_else(|| expected.lines().count().min(actual.lines().count()));
+        panic!(
+            "output differs from golden file {} (first difference on line {}); rerun with \
+             SIPLLM_UPDATE_GOLDEN=1 if the change is intended.\n--- expected\n{expected}\n--- actual\n{actual}",
+            path.display(),
+            first + 1
+        );
+    }
+}
