@@ -306,3 +306,97 @@ impl StreamError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_has_a_distinct_stable_code_and_help() {
+        let io = || io::Error::from(io::ErrorKind::PermissionDenied);
+        let path = Some(PathBuf::from("m.gguf"));
+        let cases = [
+            (StreamError::Open { path: "m.gguf".into(), source: io() }, "stream::io::open"),
+            (
+                StreamError::Io { path: path.clone(), offset: 1, len: 2, source: io() },
+                "stream::io::read",
+            ),
+            (
+                StreamError::UnexpectedEof { path: path.clone(), offset: 1, len: 8, missing: 3 },
+                "stream::io::unexpected_eof",
+            ),
+            (
+                StreamError::SizeMismatch { tensor: "t".into(), expected: 4, got: 2 },
+                "stream::read::size_mismatch",
+            ),
+            (
+                StreamError::OutOfBounds { path: None, offset: 9, len: 2, file_size: 10 },
+                "stream::read::out_of_bounds",
+            ),
+            (
+                StreamError::TensorOutOfBounds {
+                    path: path.clone(),
+                    tensor: "t".into(),
+                    offset: 8,
+                    nbytes: 4,
+                    file_size: 10,
+                },
+                "stream::tensor::out_of_bounds",
+            ),
+            (
+                StreamError::NotInSource { tensor: "t".into(), offset: 0 },
+                "stream::tensor::not_in_source",
+            ),
+            (
+                StreamError::UnknownSize { tensor: "t".into(), ggml_type: GgmlType::from_code(99) },
+                "stream::tensor::unknown_size",
+            ),
+            (
+                StreamError::TooLarge { what: "tensor \"t\"".into(), bytes: u64::MAX },
+                "stream::memory::too_large",
+            ),
+            (StreamError::MetaMissing { key: "k".into() }, "stream::meta::missing"),
+            (
+                StreamError::MetaType { key: "k".into(), expected: "float", actual: "integer" },
+                "stream::meta::type_mismatch",
+            ),
+            (
+                StreamError::MetaRange { key: "k".into(), index: Some(3), value: -1, target: "u8" },
+                "stream::meta::out_of_range",
+            ),
+            (StreamError::MetaUtf8 { key: "k".into(), index: None }, "stream::meta::invalid_utf8"),
+        ];
+        let mut codes: Vec<&str> = cases.iter().map(|(e, _)| e.code()).collect();
+        for (err, code) in &cases {
+            assert_eq!(err.code(), *code);
+            assert!(!err.help().is_empty(), "{code}");
+            assert!(!err.to_string().is_empty(), "{code}");
+        }
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), cases.len(), "codes are distinct");
+
+        assert_eq!(
+            cases[2].0.to_string(),
+            "m.gguf: unexpected end of file: 3 of the 8 bytes requested at offset 1 are missing \
+             (the input ends at byte 6)"
+        );
+        assert_eq!(cases[2].0.offset(), Some(1));
+        assert_eq!(cases[2].0.path(), Some(Path::new("m.gguf")));
+        assert_eq!(
+            cases[8].0.to_string(),
+            "tensor \"t\" of 18446744073709551615 bytes does not fit in memory"
+        );
+        assert_eq!(cases[11].0.to_string(), "metadata key \"k\"[3]: value -1 does not fit u8");
+    }
+
+    #[test]
+    fn read_errors_recover_the_short_read() {
+        let short = ShortRead { offset: 100, len: 10, missing: 4 }.into_io();
+        let e = StreamError::read(Some(Path::new("f")), 100, 10, short);
+        assert!(matches!(e, StreamError::UnexpectedEof { offset: 100, len: 10, missing: 4, .. }));
+        let other = io::Error::from(io::ErrorKind::UnexpectedEof);
+        let e = StreamError::read(None, 5, 6, other);
+        assert_eq!(e.code(), "stream::io::read", "an EOF without a ShortRead stays an I/O error");
+    }
+}
