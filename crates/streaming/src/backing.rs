@@ -305,7 +305,7 @@ impl ReadAt for FileBacking {
     fn read_exact_at(&self, offset: u64, dst: &mut [u8]) -> io::Result<()> {
         match &self.map {
             Some(map) => map.read_exact_at(offset, dst),
-            None => read_exact_with(|buf, pos| pread(&self.file, buf, pos), offset, dst),
+            None => self.pread_view().read_exact_at(offset, dst),
         }
     }
 
