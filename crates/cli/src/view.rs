@@ -35,6 +35,8 @@ pub struct Summary {
 /// One metadata pair.
 #[derive(Debug, Clone, Copy)]
 pub struct Entry<'a> {
+    /// Index in file order.
+    pub index: usize,
     /// The key as stored (UTF-8 unless a lenient GGUF parse let other bytes through).
     pub key: &'a [u8],
     /// The value.
@@ -260,7 +262,11 @@ impl<'a> View<'a> {
                 },
                 entries: g
                     .metadata()
-                    .map(|e| Entry { key: e.key.as_bytes(), value: Val::from_gguf(e.value) })
+                    .map(|e| Entry {
+                        index: e.index,
+                        key: e.key.as_bytes(),
+                        value: Val::from_gguf(e.value),
+                    })
                     .collect(),
                 tensors: g
                     .tensors()
@@ -305,7 +311,11 @@ impl<'a> View<'a> {
             },
             entries: l
                 .metadata()
-                .map(|e| Entry { key: e.key.as_bytes(), value: Val::from_llmw(e.value) })
+                .map(|e| Entry {
+                    index: e.index,
+                    key: e.key.as_bytes(),
+                    value: Val::from_llmw(e.value),
+                })
                 .collect(),
             tensors: l
                 .tensors()

@@ -269,9 +269,6 @@ fn metadata(
     if entries.is_empty() {
         return Ok(());
     }
-    let index_of = |e: &crate::view::Entry<'_>| {
-        view.entries.iter().position(|x| std::ptr::eq(x, e)).unwrap_or_default()
-    };
     let mut table = Table::new(&[
         ("#", Align::Right),
         ("key", Align::Left),
@@ -280,7 +277,7 @@ fn metadata(
     ]);
     for e in entries {
         table.row(vec![
-            index_of(e).to_string(),
+            e.index.to_string(),
             escape::text(e.key).into_owned(),
             e.value.type_name().to_owned(),
             one_line(&e.value, budget),

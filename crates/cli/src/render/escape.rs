@@ -40,7 +40,7 @@ pub enum Style {
 ///
 /// Borrows when nothing needs escaping, which is the common case.
 pub fn text(bytes: &[u8]) -> Cow<'_, str> {
-    if let Ok(s) = std::str::from_utf8(bytes)
+    if let Ok(s) = simdutf8::basic::from_utf8(bytes)
         && !s.chars().any(is_unsafe_char)
     {
         return Cow::Borrowed(s);

@@ -26,6 +26,12 @@ impl serde_json::ser::Formatter for SafeFormatter {
         writer: &mut W,
         fragment: &str,
     ) -> io::Result<()> {
+        // Every unsafe character's UTF-8 encoding contains one of these bytes (DEL; the lead
+        // bytes of U+0080–U+00BF, U+0600–U+063F, U+2000–U+2FFF and U+F000–U+FFFF): most
+        // fragments have none and are written as they are.
+        if !fragment.bytes().any(|b| matches!(b, 0x7f | 0xc2 | 0xd8 | 0xe2 | 0xef)) {
+            return writer.write_all(fragment.as_bytes());
+        }
         let mut rest = fragment;
         while let Some((i, c)) = rest.char_indices().find(|&(_, c)| is_unsafe_char(c)) {
             writer.write_all(rest.get(..i).unwrap_or_default().as_bytes())?;
@@ -164,7 +170,7 @@ pub struct Bytes<'a>(pub &'a [u8]);
 
 impl Serialize for Bytes<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match std::str::from_utf8(self.0) {
+        match simdutf8::basic::from_utf8(self.0) {
             Ok(text) => s.serialize_str(text),
             Err(_) => {
                 let mut map = s.serialize_map(Some(1))?;
@@ -246,6 +252,18 @@ mod tests {
         assert_eq!(json, "\"a\\u001bb\\u009bc\\u202ed\\u007fé🦙\"\n");
         let back: String = serde_json::from_str(&json).unwrap();
         assert_eq!(back, s);
+    }
+
+    #[test]
+    fn every_unsafe_character_is_escaped() {
+        // Checks the byte prefilter in `write_string_fragment` misses none.
+        for c in (0..=0x10ffffu32).filter_map(char::from_u32).filter(|&c| is_unsafe_char(c)) {
+            let s = format!("x{c}y");
+            let json = to_json(&s);
+            let json = json.trim_end_matches('\n');
+            assert!(!json.contains(c), "U+{:04X} written raw: {json}", c as u32);
+            assert_eq!(serde_json::from_str::<String>(json).unwrap(), s);
+        }
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //!   `SIPLLM_UPDATE_GOLDEN=1 cargo test -p sipllm-cli`);
 //! * `exit_codes`: the 0/1/2 contract, and that nothing exits 101 (a panic);
 //! * `corpus`: `inspect --json` against the reference reader's view of every corpus file;
-//! * `commands`: `read`, `verify`, `tensors`, `completions`, `.llmw` files.
+//! * `commands`: `read`, `verify`, `tensors`, `completions`, `.llmw` files;
+//! * `terminal`: colors and binary output on a pseudo-terminal.
 
 mod commands;
 mod corpus;
@@ -13,3 +14,4 @@ mod exit_codes;
 mod files;
 mod golden;
 mod support;
+mod terminal;
