@@ -33,10 +33,33 @@ doc $RUSTDOCFLAGS='-D warnings':
 bench *args:
     cargo bench --workspace {{ args }}
 
-# Fuzz one target for SECS seconds (needs nightly and `cargo install cargo-fuzz`)
-fuzz target='chunk_independent' secs='60':
-    cd fuzz && cargo +nightly fuzz run {{ target }} -- -max_total_time={{ secs }} -rss_limit_mb=512 -timeout=1
+# Fuzz one target for SECS seconds under `nice` (nightly; `cargo install cargo-fuzz`; fuzz/README.md)
+fuzz target='chunk_independent' secs='60' *args='':
+    #!/usr/bin/env bash
+    set -euo pipefail
+    cd fuzz
+    mkdir -p corpus/{{ target }}
+    # New inputs go to the first (ignored) corpus dir; the committed seeds and regressions are read too.
+    dirs=(corpus/{{ target }})
+    for d in seeds/{{ target }} regressions/{{ target }}; do [ -d "$d" ] && dirs+=("$d"); done
+    nice -n 19 cargo +nightly fuzz run {{ target }} "${dirs[@]}" -- -max_total_time={{ secs }} -rss_limit_mb=512 -timeout=1 {{ args }}
 
 # Fuzz every target for SECS seconds each
 fuzz-all secs='60':
-    cd fuzz && for t in $(cargo +nightly fuzz list); do cargo +nightly fuzz run "$t" -- -max_total_time={{ secs }} -rss_limit_mb=512 -timeout=1 || exit 1; done
+    cd fuzz && for t in $(cargo +nightly fuzz list); do {{ j }} fuzz "$t" {{ secs }} || exit 1; done
+
+# Build every fuzz target (nightly, AddressSanitizer)
+fuzz-build:
+    cd fuzz && cargo +nightly fuzz build
+
+# Replay the committed seeds and regressions through the targets (stable, no fuzzer)
+fuzz-regressions:
+    cargo test -p sipllm-fuzzcheck --test regressions --test seeds -- --nocapture
+
+# Minimize a crashing input (path as cargo fuzz prints it): `just fuzz-tmin parse_slice artifacts/parse_slice/crash-…`
+fuzz-tmin target artifact:
+    cd fuzz && cargo +nightly fuzz tmin {{ target }} {{ artifact }}
+
+# Run the in-memory parser and streaming tests under Miri (nightly + miri component; slow)
+miri:
+    MIRIFLAGS=-Zmiri-disable-isolation cargo +nightly miri test -p sipllm-gguf --lib
