@@ -1,11 +1,12 @@
 //! The crate's one error type.
 //!
 //! [`StreamError`] keeps a parser error intact ([`StreamError::Parse`] holds the
-//! [`sipllm_gguf::Error`] with its offset, logical path, code and help) and adds what only an
-//! I/O layer knows: the file path, the offset and length of a failed read, how many bytes were
-//! missing at the end of the file, which tensor or metadata key a request named. Every variant
+//! [`sipllm_gguf::Error`], [`StreamError::ParseLlmw`] the [`sipllm_llmw::Error`], each with its
+//! offset, logical path, code and help) and adds what only an I/O layer knows: the file path,
+//! the offset and length of a failed read, how many bytes were missing at the end of the file,
+//! which format magic was found, which tensor or metadata key a request named. Every variant
 //! has a stable [`code`](StreamError::code) (`stream::<area>::<name>`; a parse error keeps the
-//! parser's `gguf::…` code) and a [`help`](StreamError::help) text.
+//! parser's `gguf::…` or `llmw::…` code) and a [`help`](StreamError::help) text.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 use sipllm_gguf::GgmlType;
 
 use crate::backing::ShortRead;
+use crate::model::Format;
 
 /// Everything that can go wrong opening a weight source or reading from it.
 #[derive(Debug, thiserror::Error)]
@@ -56,13 +58,49 @@ pub enum StreamError {
         /// Bytes that could not be read.
         missing: u64,
     },
-    /// The header or tensor directory is invalid: the parser's error, unchanged.
+    /// The GGUF header or tensor directory is invalid: the parser's error, unchanged.
     #[error("{}{source}", at(path))]
     Parse {
         /// The file, when the source is a file.
         path: Option<PathBuf>,
         /// The parser's error (offset, logical path, code, help).
         source: sipllm_gguf::Error,
+    },
+    /// The `.llmw` header or tensor directory is invalid: the `.llmw` parser's error,
+    /// unchanged.
+    #[error("{}{source}", at(path))]
+    ParseLlmw {
+        /// The file, when the source is a file.
+        path: Option<PathBuf>,
+        /// The parser's error (offset, logical path, code, help).
+        source: sipllm_llmw::Error,
+    },
+    /// The first 4 bytes are not the magic of a format this crate reads.
+    #[error(
+        "{}not a model file: it starts with {} (\"{}\"), but a GGUF file starts with \"GGUF\" \
+         (47 47 55 46) and a .llmw file with \"LLMW\" (4C 4C 4D 57)",
+        at(path),
+        hex(found),
+        found.escape_ascii()
+    )]
+    UnknownMagic {
+        /// The file, when the source is a file.
+        path: Option<PathBuf>,
+        /// The 4 bytes found at offset 0.
+        found: [u8; 4],
+    },
+    /// The input is shorter than a format magic (4 bytes), so its format cannot be known.
+    #[error(
+        "{}the file has {len} byte{}: too short for a model file, which starts with a 4-byte \
+         magic (\"GGUF\" or \"LLMW\")",
+        at(path),
+        if *len == 1 { "" } else { "s" }
+    )]
+    TooShort {
+        /// The file, when the source is a file.
+        path: Option<PathBuf>,
+        /// Its length in bytes (0 to 3).
+        len: u64,
     },
     /// The destination buffer of a tensor read does not have the tensor's byte size.
     #[error("tensor {tensor:?} has {expected} bytes but the destination buffer has {got}")]
@@ -176,19 +214,56 @@ fn at(path: &Option<PathBuf>) -> String {
     }
 }
 
+fn hex(bytes: &[u8]) -> String {
+    let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02X}")).collect();
+    hex.join(" ")
+}
+
+/// A hint for a file that is not a model, from its first bytes (the usual mix-ups).
+fn magic_hint(found: &[u8; 4]) -> &'static str {
+    match found {
+        b"vers" => {
+            "it looks like a Git LFS pointer (a small text file starting with \"version \
+             https://git-lfs\"): the model itself was never fetched; run `git lfs pull` or \
+             download the file directly."
+        }
+        [b'P', b'K', 3, 4] => {
+            "it is a zip archive, such as a PyTorch checkpoint (.bin, .pt): convert the model to \
+             GGUF first (llama.cpp's convert_hf_to_gguf.py)."
+        }
+        b"lmgg" | b"fmgg" | b"tjgg" | b"algg" => {
+            "it is a legacy GGML/GGMF/GGJT file (llama.cpp before GGUF, August 2023): convert it \
+             with llama.cpp's convert_llama_ggml_to_gguf.py."
+        }
+        [b'<', ..] => {
+            "it looks like HTML or XML text, often an error page saved in place of a download: \
+             download the file again."
+        }
+        [b'{', ..] => "it looks like JSON (a config or tokenizer file?): check the path.",
+        _ => {
+            "check the path, and that the download or copy completed; the format is found from \
+             the content, not from the file name."
+        }
+    }
+}
+
 fn elem(index: Option<u64>) -> String {
     index.map(|i| format!("[{i}]")).unwrap_or_default()
 }
 
 impl StreamError {
     /// The stable code: `stream::<area>::<name>`, or the parser's `gguf::…` code for
-    /// [`StreamError::Parse`]. Codes are API and never reused.
+    /// [`StreamError::Parse`] and `llmw::…` code for [`StreamError::ParseLlmw`]. Codes are API
+    /// and never reused.
     pub fn code(&self) -> &'static str {
         match self {
             StreamError::Open { .. } => "stream::io::open",
             StreamError::Io { .. } => "stream::io::read",
             StreamError::UnexpectedEof { .. } => "stream::io::unexpected_eof",
             StreamError::Parse { source, .. } => source.code(),
+            StreamError::ParseLlmw { source, .. } => source.code(),
+            StreamError::UnknownMagic { .. } => "stream::open::unknown_magic",
+            StreamError::TooShort { .. } => "stream::open::too_short",
             StreamError::SizeMismatch { .. } => "stream::read::size_mismatch",
             StreamError::OutOfBounds { .. } => "stream::read::out_of_bounds",
             StreamError::TensorOutOfBounds { .. } => "stream::tensor::out_of_bounds",
@@ -216,6 +291,17 @@ impl StreamError {
                 write-to-temporary-then-rename so readers never see a partial file."
                 .into(),
             StreamError::Parse { source, .. } => source.help(),
+            StreamError::ParseLlmw { source, .. } => source.help().into(),
+            StreamError::UnknownMagic { found, .. } => {
+                let formats: Vec<String> = Format::ALL
+                    .iter()
+                    .map(|f| format!("{} (\"{}\")", f.label(), f.magic().escape_ascii()))
+                    .collect();
+                format!("supported formats: {}. {}", formats.join(", "), magic_hint(found))
+            }
+            StreamError::TooShort { .. } => "the file is empty or cut off (an interrupted \
+                download or copy), or the path names the wrong file: fetch it again."
+                .into(),
             StreamError::SizeMismatch { .. } => "allocate the destination with the tensor's \
                 `nbytes`, or use `read_raw_at` to read part of a tensor."
                 .into(),
@@ -258,6 +344,9 @@ impl StreamError {
             StreamError::Io { path, .. }
             | StreamError::UnexpectedEof { path, .. }
             | StreamError::Parse { path, .. }
+            | StreamError::ParseLlmw { path, .. }
+            | StreamError::UnknownMagic { path, .. }
+            | StreamError::TooShort { path, .. }
             | StreamError::OutOfBounds { path, .. }
             | StreamError::TensorOutOfBounds { path, .. } => path.as_deref(),
             _ => None,
@@ -273,11 +362,14 @@ impl StreamError {
             | StreamError::TensorOutOfBounds { offset, .. }
             | StreamError::NotInSource { offset, .. } => Some(*offset),
             StreamError::Parse { source, .. } => Some(source.offset()),
+            StreamError::ParseLlmw { source, .. } => Some(source.offset()),
+            StreamError::UnknownMagic { .. } => Some(0),
+            StreamError::TooShort { len, .. } => Some(*len),
             _ => None,
         }
     }
 
-    /// The parser's error, for [`StreamError::Parse`].
+    /// The GGUF parser's error, for [`StreamError::Parse`].
     pub fn parse_error(&self) -> Option<&sipllm_gguf::Error> {
         match self {
             StreamError::Parse { source, .. } => Some(source),
@@ -285,9 +377,28 @@ impl StreamError {
         }
     }
 
-    /// Wraps a parser error.
+    /// The `.llmw` parser's error, for [`StreamError::ParseLlmw`].
+    pub fn llmw_error(&self) -> Option<&sipllm_llmw::Error> {
+        match self {
+            StreamError::ParseLlmw { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// True when the error is a parser's verdict on the file's bytes ([`StreamError::Parse`],
+    /// [`StreamError::ParseLlmw`]), not I/O, a format mismatch, or a request.
+    pub fn is_parse(&self) -> bool {
+        matches!(self, StreamError::Parse { .. } | StreamError::ParseLlmw { .. })
+    }
+
+    /// Wraps a GGUF parser error.
     pub(crate) fn parse(path: Option<&Path>, source: sipllm_gguf::Error) -> StreamError {
         StreamError::Parse { path: path.map(Path::to_path_buf), source }
+    }
+
+    /// Wraps a `.llmw` parser error.
+    pub(crate) fn parse_llmw(path: Option<&Path>, source: sipllm_llmw::Error) -> StreamError {
+        StreamError::ParseLlmw { path: path.map(Path::to_path_buf), source }
     }
 
     /// Turns the I/O error of a read of `len` bytes at `offset` into a `StreamError`: a
@@ -365,6 +476,11 @@ mod tests {
                 "stream::meta::out_of_range",
             ),
             (StreamError::MetaUtf8 { key: "k".into(), index: None }, "stream::meta::invalid_utf8"),
+            (
+                StreamError::UnknownMagic { path: path.clone(), found: *b"PK\x03\x04" },
+                "stream::open::unknown_magic",
+            ),
+            (StreamError::TooShort { path: path.clone(), len: 3 }, "stream::open::too_short"),
         ];
         let mut codes: Vec<&str> = cases.iter().map(|(e, _)| e.code()).collect();
         for (err, code) in &cases {
@@ -388,6 +504,66 @@ mod tests {
             "tensor \"t\" of 18446744073709551615 bytes does not fit in memory"
         );
         assert_eq!(cases[11].0.to_string(), "metadata key \"k\"[3]: value -1 does not fit u8");
+    }
+
+    #[test]
+    fn unknown_magic_shows_hex_ascii_and_the_supported_magics() {
+        let e = StreamError::UnknownMagic { path: Some("m.llmw".into()), found: *b"PK\x03\x04" };
+        assert_eq!(
+            e.to_string(),
+            "m.llmw: not a model file: it starts with 50 4B 03 04 (\"PK\\x03\\x04\"), but a GGUF \
+             file starts with \"GGUF\" (47 47 55 46) and a .llmw file with \"LLMW\" (4C 4C 4D 57)"
+        );
+        assert_eq!(e.offset(), Some(0));
+        assert_eq!(e.path(), Some(Path::new("m.llmw")));
+        let help = e.help();
+        assert!(
+            help.starts_with("supported formats: GGUF (\"GGUF\"), .llmw (\"LLMW\")."),
+            "{help}"
+        );
+        assert!(help.contains("zip archive"), "{help}");
+
+        let lfs = StreamError::UnknownMagic { path: None, found: *b"vers" };
+        assert!(lfs.help().contains("git lfs pull"), "{}", lfs.help());
+        let binary = StreamError::UnknownMagic { path: None, found: [0, 0xff, b'"', b'\\'] };
+        assert!(
+            binary.to_string().starts_with(
+                "not a model file: it starts with 00 FF 22 5C (\"\\x00\\xff\\\"\\\\\"), but"
+            ),
+            "{binary}"
+        );
+        assert!(binary.help().contains("not from the file name"), "{}", binary.help());
+    }
+
+    #[test]
+    fn too_short_says_how_long_the_file_is() {
+        let e = StreamError::TooShort { path: Some("empty.gguf".into()), len: 0 };
+        assert_eq!(
+            e.to_string(),
+            "empty.gguf: the file has 0 bytes: too short for a model file, which starts with a \
+             4-byte magic (\"GGUF\" or \"LLMW\")"
+        );
+        assert_eq!(e.offset(), Some(0));
+        let one = StreamError::TooShort { path: None, len: 1 };
+        assert!(one.to_string().starts_with("the file has 1 byte: "), "{one}");
+        assert!(one.help().contains("cut off"));
+    }
+
+    #[test]
+    fn llmw_parse_errors_are_kept_intact() {
+        let source = sipllm_llmw::parse(b"LLMW\x09\0\0\0\0\0\0\0\0\0\0\0").unwrap_err();
+        let e = StreamError::parse_llmw(Some(Path::new("m.llmw")), source.clone());
+        assert_eq!(e.code(), "llmw::header::unsupported_version");
+        assert_eq!(e.code(), source.code());
+        assert_eq!(e.help(), source.help());
+        assert_eq!(e.offset(), Some(4));
+        assert_eq!(e.path(), Some(Path::new("m.llmw")));
+        assert_eq!(e.llmw_error(), Some(&source));
+        assert_eq!(e.parse_error(), None);
+        assert!(e.is_parse());
+        assert_eq!(e.to_string(), format!("m.llmw: {source}"));
+        let chained = std::error::Error::source(&e).map(|s| s.to_string());
+        assert_eq!(chained, Some(source.to_string()));
     }
 
     #[test]

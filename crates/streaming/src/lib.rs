@@ -44,15 +44,24 @@
 mod backing;
 mod error;
 mod gguf_file;
+mod llmw_file;
 #[allow(unsafe_code)]
 mod map;
 mod meta;
+mod model;
+mod options;
 mod source;
 mod store;
+pub mod toy;
+mod window;
 
 pub use backing::{Backend, FileBacking, MemSource, ReadAt, ShortRead};
 pub use error::StreamError;
-pub use gguf_file::{DEFAULT_WINDOW, GgufFile, HeaderStats, OpenOptions, read_header};
+pub use gguf_file::{GgufFile, read_header};
+pub use llmw_file::{ModelFile, read_llmw_header};
 pub use meta::{FloatIter, FloatList, IntIter, IntList, Meta, MetaKind, StrIter, StrList, Text};
+pub use model::{Format, Model, open_model, open_model_from};
+pub use options::OpenOptions;
 pub use source::{TensorInfo, WeightSource};
 pub use store::TensorStore;
+pub use window::{DEFAULT_WINDOW, HeaderStats};

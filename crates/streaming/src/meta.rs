@@ -5,13 +5,16 @@
 //! types into integers, floats, bools, strings and typed lists of each. It is a lazy view:
 //! a GGUF list wraps the parser's [`ArrayView`] (element bytes in the header buffer) and
 //! decodes elements as they are iterated; nothing is copied until `to_vec` is asked for, and
-//! a string list iterates without allocating. Other formats build the same lists over slices
-//! ([`IntList::from_slice`], [`FloatList::from_slice`], [`StrList::from_strings`]).
+//! a string list iterates without allocating. A `.llmw` list wraps that parser's views
+//! ([`sipllm_llmw::Numbers`], [`sipllm_llmw::StrArray`]) the same way ([`Meta::from_llmw`]).
+//! Other formats build the same lists over slices ([`IntList::from_slice`],
+//! [`FloatList::from_slice`], [`StrList::from_strings`]).
 
 use std::borrow::Cow;
 use std::fmt;
 
 use sipllm_gguf::{ArrayView, MetaValue, Strings, ValueType, Values};
+use sipllm_llmw::{NumberIter, Numbers, StrArray};
 
 use crate::error::StreamError;
 
@@ -176,6 +179,26 @@ impl<'a> Meta<'a> {
         }
     }
 
+    /// Collapses a parsed `.llmw` value: `i64` → [`Meta::Int`], `f64` → [`Meta::Float`],
+    /// string → [`Meta::Str`], and the three array types → [`Meta::Ints`], [`Meta::Floats`],
+    /// [`Meta::Strs`] wrapping the parser's views (nothing is decoded or copied here). `key` is
+    /// kept by lists for their error messages.
+    ///
+    /// `None` only for a value type newer than this crate (the `.llmw` value enum is
+    /// non-exhaustive; every type of format versions 1 and 2 is mapped).
+    pub fn from_llmw(key: Text<'a>, value: sipllm_llmw::MetaValue<'a>) -> Option<Meta<'a>> {
+        use sipllm_llmw::MetaValue as V;
+        Some(match value {
+            V::I64(v) => Meta::Int(v.into()),
+            V::F64(v) => Meta::Float(v),
+            V::Str(s) => Meta::Str(Text::from(s)),
+            V::I64Array(a) => Meta::Ints(IntList { key, repr: IntRepr::Llmw(a) }),
+            V::F64Array(a) => Meta::Floats(FloatList { key, repr: FloatRepr::Llmw(a) }),
+            V::StrArray(a) => Meta::Strs(StrList { key, repr: StrRepr::Llmw(a) }),
+            _ => return None,
+        })
+    }
+
     /// The collapsed type.
     pub fn kind(&self) -> MetaKind {
         match self {
@@ -273,7 +296,8 @@ fn len_of(n: u64) -> usize {
 
 // ----- integer lists ---------------------------------------------------------------------------
 
-/// A list of integers: a GGUF array of any integer type, or a slice of `i64`.
+/// A list of integers: a GGUF array of any integer type, a `.llmw` `i64` array, or a slice
+/// of `i64`.
 #[derive(Clone, Copy)]
 pub struct IntList<'a> {
     key: Text<'a>,
@@ -283,6 +307,7 @@ pub struct IntList<'a> {
 #[derive(Clone, Copy)]
 enum IntRepr<'a> {
     Gguf(ArrayView<'a>),
+    Llmw(Numbers<'a, i64>),
     Slice(&'a [i64]),
 }
 
@@ -290,6 +315,11 @@ impl<'a> IntList<'a> {
     /// A list over `values` (for formats that store `i64`).
     pub fn from_slice(key: &'a str, values: &'a [i64]) -> IntList<'a> {
         IntList { key: key.into(), repr: IntRepr::Slice(values) }
+    }
+
+    /// A list over a `.llmw` `i64` array (decoded as iterated, not copied).
+    pub fn from_llmw(key: &'a str, values: Numbers<'a, i64>) -> IntList<'a> {
+        IntList { key: key.into(), repr: IntRepr::Llmw(values) }
     }
 
     /// The key this list is stored under.
@@ -301,6 +331,7 @@ impl<'a> IntList<'a> {
     pub fn len(&self) -> usize {
         match self.repr {
             IntRepr::Gguf(a) => len_of(a.len()),
+            IntRepr::Llmw(a) => a.len(),
             IntRepr::Slice(s) => s.len(),
         }
     }
@@ -314,6 +345,7 @@ impl<'a> IntList<'a> {
     pub fn get(&self, index: usize) -> Option<i128> {
         match self.repr {
             IntRepr::Gguf(a) => a.get(index as u64).and_then(|v| v.as_i128()),
+            IntRepr::Llmw(a) => a.get(index).map(i128::from),
             IntRepr::Slice(s) => s.get(index).map(|&v| v.into()),
         }
     }
@@ -322,6 +354,7 @@ impl<'a> IntList<'a> {
     pub fn iter(&self) -> IntIter<'a> {
         IntIter(match self.repr {
             IntRepr::Slice(s) => IntIterRepr::Slice(s.iter()),
+            IntRepr::Llmw(a) => IntIterRepr::Llmw(a.iter()),
             IntRepr::Gguf(a) => {
                 let it = match a.elem_type() {
                     ValueType::Uint8 => a.values().map(IntIterRepr::U8),
@@ -360,7 +393,15 @@ impl<'a> IntList<'a> {
     pub fn as_gguf(&self) -> Option<ArrayView<'a>> {
         match self.repr {
             IntRepr::Gguf(a) => Some(a),
-            IntRepr::Slice(_) => None,
+            IntRepr::Llmw(_) | IntRepr::Slice(_) => None,
+        }
+    }
+
+    /// The `.llmw` parser's view, when the list comes from a `.llmw` file.
+    pub fn as_llmw(&self) -> Option<Numbers<'a, i64>> {
+        match self.repr {
+            IntRepr::Llmw(a) => Some(a),
+            IntRepr::Gguf(_) | IntRepr::Slice(_) => None,
         }
     }
 }
@@ -400,6 +441,7 @@ enum IntIterRepr<'a> {
     I32(Values<'a, i32>),
     U64(Values<'a, u64>),
     I64(Values<'a, i64>),
+    Llmw(NumberIter<'a, i64>),
     Slice(std::slice::Iter<'a, i64>),
 }
 
@@ -417,6 +459,7 @@ impl Iterator for IntIter<'_> {
             IntIterRepr::I32(it) => it.next().map(i128::from),
             IntIterRepr::U64(it) => it.next().map(i128::from),
             IntIterRepr::I64(it) => it.next().map(i128::from),
+            IntIterRepr::Llmw(it) => it.next().map(i128::from),
             IntIterRepr::Slice(it) => it.next().map(|&v| i128::from(v)),
         }
     }
@@ -431,6 +474,7 @@ impl Iterator for IntIter<'_> {
             IntIterRepr::I32(it) => it.size_hint(),
             IntIterRepr::U64(it) => it.size_hint(),
             IntIterRepr::I64(it) => it.size_hint(),
+            IntIterRepr::Llmw(it) => it.size_hint(),
             IntIterRepr::Slice(it) => it.size_hint(),
         }
     }
@@ -440,7 +484,8 @@ impl ExactSizeIterator for IntIter<'_> {}
 
 // ----- float lists -----------------------------------------------------------------------------
 
-/// A list of floats: a GGUF `FLOAT32`/`FLOAT64` array, or a slice of `f64`.
+/// A list of floats: a GGUF `FLOAT32`/`FLOAT64` array, a `.llmw` `f64` array, or a slice of
+/// `f64`.
 #[derive(Clone, Copy)]
 pub struct FloatList<'a> {
     key: Text<'a>,
@@ -450,6 +495,7 @@ pub struct FloatList<'a> {
 #[derive(Clone, Copy)]
 enum FloatRepr<'a> {
     Gguf(ArrayView<'a>),
+    Llmw(Numbers<'a, f64>),
     Slice(&'a [f64]),
 }
 
@@ -457,6 +503,11 @@ impl<'a> FloatList<'a> {
     /// A list over `values` (for formats that store `f64`).
     pub fn from_slice(key: &'a str, values: &'a [f64]) -> FloatList<'a> {
         FloatList { key: key.into(), repr: FloatRepr::Slice(values) }
+    }
+
+    /// A list over a `.llmw` `f64` array (decoded as iterated, not copied).
+    pub fn from_llmw(key: &'a str, values: Numbers<'a, f64>) -> FloatList<'a> {
+        FloatList { key: key.into(), repr: FloatRepr::Llmw(values) }
     }
 
     /// The key this list is stored under.
@@ -468,6 +519,7 @@ impl<'a> FloatList<'a> {
     pub fn len(&self) -> usize {
         match self.repr {
             FloatRepr::Gguf(a) => len_of(a.len()),
+            FloatRepr::Llmw(a) => a.len(),
             FloatRepr::Slice(s) => s.len(),
         }
     }
@@ -485,6 +537,7 @@ impl<'a> FloatList<'a> {
                 MetaValue::Float64(v) => Some(v),
                 _ => None,
             },
+            FloatRepr::Llmw(a) => a.get(index),
             FloatRepr::Slice(s) => s.get(index).copied(),
         }
     }
@@ -493,6 +546,7 @@ impl<'a> FloatList<'a> {
     pub fn iter(&self) -> FloatIter<'a> {
         FloatIter(match self.repr {
             FloatRepr::Slice(s) => FloatIterRepr::Slice(s.iter()),
+            FloatRepr::Llmw(a) => FloatIterRepr::Llmw(a.iter()),
             FloatRepr::Gguf(a) => a
                 .values()
                 .map(FloatIterRepr::F32)
@@ -514,7 +568,7 @@ impl<'a> FloatList<'a> {
                 Some(v) => v,
                 None => self.iter().map(|v| v as f32).collect(),
             },
-            FloatRepr::Slice(s) => s.iter().map(|&v| v as f32).collect(),
+            FloatRepr::Llmw(_) | FloatRepr::Slice(_) => self.iter().map(|v| v as f32).collect(),
         }
     }
 
@@ -522,7 +576,15 @@ impl<'a> FloatList<'a> {
     pub fn as_gguf(&self) -> Option<ArrayView<'a>> {
         match self.repr {
             FloatRepr::Gguf(a) => Some(a),
-            FloatRepr::Slice(_) => None,
+            FloatRepr::Llmw(_) | FloatRepr::Slice(_) => None,
+        }
+    }
+
+    /// The `.llmw` parser's view, when the list comes from a `.llmw` file.
+    pub fn as_llmw(&self) -> Option<Numbers<'a, f64>> {
+        match self.repr {
+            FloatRepr::Llmw(a) => Some(a),
+            FloatRepr::Gguf(_) | FloatRepr::Slice(_) => None,
         }
     }
 }
@@ -556,6 +618,7 @@ pub struct FloatIter<'a>(FloatIterRepr<'a>);
 enum FloatIterRepr<'a> {
     F32(Values<'a, f32>),
     F64(Values<'a, f64>),
+    Llmw(NumberIter<'a, f64>),
     Slice(std::slice::Iter<'a, f64>),
 }
 
@@ -567,6 +630,7 @@ impl Iterator for FloatIter<'_> {
         match &mut self.0 {
             FloatIterRepr::F32(it) => it.next().map(f64::from),
             FloatIterRepr::F64(it) => it.next(),
+            FloatIterRepr::Llmw(it) => it.next(),
             FloatIterRepr::Slice(it) => it.next().copied(),
         }
     }
@@ -575,6 +639,7 @@ impl Iterator for FloatIter<'_> {
         match &self.0 {
             FloatIterRepr::F32(it) => it.size_hint(),
             FloatIterRepr::F64(it) => it.size_hint(),
+            FloatIterRepr::Llmw(it) => it.size_hint(),
             FloatIterRepr::Slice(it) => it.size_hint(),
         }
     }
@@ -584,8 +649,8 @@ impl ExactSizeIterator for FloatIter<'_> {}
 
 // ----- string lists ----------------------------------------------------------------------------
 
-/// A list of strings: a GGUF string array (iterated without allocating), or a slice of
-/// `String` or `&str`.
+/// A list of strings: a GGUF or `.llmw` string array (iterated without allocating), or a
+/// slice of `String` or `&str`.
 #[derive(Clone, Copy)]
 pub struct StrList<'a> {
     key: Text<'a>,
@@ -595,6 +660,7 @@ pub struct StrList<'a> {
 #[derive(Clone, Copy)]
 enum StrRepr<'a> {
     Gguf(ArrayView<'a>),
+    Llmw(StrArray<'a>),
     Owned(&'a [String]),
     Borrowed(&'a [&'a str]),
 }
@@ -610,6 +676,11 @@ impl<'a> StrList<'a> {
         StrList { key: key.into(), repr: StrRepr::Borrowed(values) }
     }
 
+    /// A list over a `.llmw` string array (iterated without allocating).
+    pub fn from_llmw(key: &'a str, values: StrArray<'a>) -> StrList<'a> {
+        StrList { key: key.into(), repr: StrRepr::Llmw(values) }
+    }
+
     /// The key this list is stored under.
     pub fn key(&self) -> Text<'a> {
         self.key
@@ -619,6 +690,7 @@ impl<'a> StrList<'a> {
     pub fn len(&self) -> usize {
         match self.repr {
             StrRepr::Gguf(a) => len_of(a.len()),
+            StrRepr::Llmw(a) => a.len(),
             StrRepr::Owned(s) => s.len(),
             StrRepr::Borrowed(s) => s.len(),
         }
@@ -629,7 +701,7 @@ impl<'a> StrList<'a> {
         self.len() == 0
     }
 
-    /// Element `index`: O(1) for slices, O(index) for GGUF (strings have variable size; to
+    /// Element `index`: O(1) for slices, O(index) for files (strings have variable size; to
     /// look up many, collect [`to_vec`](Self::to_vec) once).
     pub fn get(&self, index: usize) -> Option<Text<'a>> {
         self.iter().nth(index)
@@ -642,6 +714,7 @@ impl<'a> StrList<'a> {
                 Some(s) => StrIterRepr::Gguf(s),
                 None => StrIterRepr::Borrowed([].iter()),
             },
+            StrRepr::Llmw(a) => StrIterRepr::Llmw { it: a.iter(), remaining: a.len() },
             StrRepr::Owned(s) => StrIterRepr::Owned(s.iter()),
             StrRepr::Borrowed(s) => StrIterRepr::Borrowed(s.iter()),
         })
@@ -664,6 +737,14 @@ impl<'a> StrList<'a> {
     pub fn as_gguf(&self) -> Option<ArrayView<'a>> {
         match self.repr {
             StrRepr::Gguf(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The `.llmw` parser's view, when the list comes from a `.llmw` file.
+    pub fn as_llmw(&self) -> Option<StrArray<'a>> {
+        match self.repr {
+            StrRepr::Llmw(a) => Some(a),
             _ => None,
         }
     }
@@ -697,6 +778,12 @@ pub struct StrIter<'a>(StrIterRepr<'a>);
 #[derive(Debug, Clone)]
 enum StrIterRepr<'a> {
     Gguf(Strings<'a>),
+    /// The `.llmw` iterator only bounds its length from above (it stops early on bytes that
+    /// were not validated); `remaining` makes the size exact, as `ExactSizeIterator` requires.
+    Llmw {
+        it: sipllm_llmw::StrIter<'a>,
+        remaining: usize,
+    },
     Owned(std::slice::Iter<'a, String>),
     Borrowed(std::slice::Iter<'a, &'a str>),
 }
@@ -708,6 +795,16 @@ impl<'a> Iterator for StrIter<'a> {
     fn next(&mut self) -> Option<Text<'a>> {
         match &mut self.0 {
             StrIterRepr::Gguf(it) => it.next().map(|s| Text(s.as_bytes())),
+            StrIterRepr::Llmw { it, remaining } => match it.next() {
+                Some(s) => {
+                    *remaining = remaining.saturating_sub(1);
+                    Some(Text(s.as_bytes()))
+                }
+                None => {
+                    *remaining = 0;
+                    None
+                }
+            },
             StrIterRepr::Owned(it) => it.next().map(|s| Text(s.as_bytes())),
             StrIterRepr::Borrowed(it) => it.next().map(|s| Text(s.as_bytes())),
         }
@@ -716,6 +813,7 @@ impl<'a> Iterator for StrIter<'a> {
     fn size_hint(&self) -> (usize, Option<usize>) {
         match &self.0 {
             StrIterRepr::Gguf(it) => it.size_hint(),
+            StrIterRepr::Llmw { remaining, .. } => (*remaining, Some(*remaining)),
             StrIterRepr::Owned(it) => it.size_hint(),
             StrIterRepr::Borrowed(it) => it.size_hint(),
         }

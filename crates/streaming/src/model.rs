@@ -1,0 +1,267 @@
+//! Opening a model whatever its format: [`Format`] sniffing, the [`Model`] enum, and
+//! [`open_model`] / [`open_model_from`].
+//!
+//! The format is found from the content — one positional read of the first 4 bytes, compared
+//! with each format's magic — never from the file name: a GGUF file named `.llmw` opens as
+//! GGUF. The format's opener then reads its header through the refilling window (re-reading
+//! those 4 bytes, which is simpler than threading them through and costs nothing).
+
+use std::fmt;
+use std::path::Path;
+
+use crate::backing::{FileBacking, ReadAt};
+use crate::error::StreamError;
+use crate::gguf_file::GgufFile;
+use crate::llmw_file::ModelFile;
+use crate::meta::{Meta, Text};
+use crate::options::OpenOptions;
+use crate::source::{TensorInfo, WeightSource};
+use crate::store::TensorStore;
+use crate::window::HeaderStats;
+
+/// A model file format this crate reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Format {
+    /// GGUF (llama.cpp's format): [`GgufFile`].
+    Gguf,
+    /// `.llmw` (the engine's format): [`ModelFile`].
+    Llmw,
+}
+
+impl Format {
+    /// Every format, in the order errors list them.
+    pub const ALL: [Format; 2] = [Format::Gguf, Format::Llmw];
+
+    /// The 4 bytes a file of this format starts with.
+    pub fn magic(self) -> [u8; 4] {
+        match self {
+            Format::Gguf => sipllm_gguf::MAGIC,
+            Format::Llmw => sipllm_llmw::MAGIC,
+        }
+    }
+
+    /// The format whose magic is `bytes`.
+    pub fn from_magic(bytes: [u8; 4]) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.magic() == bytes)
+    }
+
+    /// The short lowercase name (`gguf`, `llmw`), as in JSON output and file extensions.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Gguf => "gguf",
+            Format::Llmw => "llmw",
+        }
+    }
+
+    /// The name for messages (`GGUF`, `.llmw`).
+    pub fn label(self) -> &'static str {
+        match self {
+            Format::Gguf => "GGUF",
+            Format::Llmw => ".llmw",
+        }
+    }
+
+    /// Finds the format of `source` from its first 4 bytes (one positional read).
+    ///
+    /// A source shorter than 4 bytes is [`StreamError::TooShort`]; 4 bytes that are no
+    /// format's magic are [`StreamError::UnknownMagic`], which shows them in hex and ASCII.
+    /// `path` is only used in error messages.
+    pub fn detect(source: &dyn ReadAt, path: Option<&Path>) -> Result<Format, StreamError> {
+        let len = source.len();
+        let path_buf = || path.map(Path::to_path_buf);
+        if len < 4 {
+            return Err(StreamError::TooShort { path: path_buf(), len });
+        }
+        let mut found = [0u8; 4];
+        source.read_exact_at(0, &mut found).map_err(|e| StreamError::read(path, 0, 4, e))?;
+        Format::from_magic(found)
+            .ok_or_else(|| StreamError::UnknownMagic { path: path_buf(), found })
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// A model file of any supported format, opened as a [`WeightSource`], with its format's
+/// details still reachable (the CLI inspects the parsed header).
+///
+/// `impl WeightSource for Model` delegates to the variant, so a `Model` can be used directly;
+/// [`open_model`] boxes one.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Model {
+    /// A GGUF file.
+    Gguf(GgufFile),
+    /// A `.llmw` file.
+    Llmw(ModelFile),
+}
+
+impl Model {
+    /// Opens the file at `path`, whatever its format: one positional read of its first 4 bytes
+    /// picks the format ([`Format::detect`]; the name is not consulted), then that format's
+    /// opener reads the header through the refilling window with `options` (backend,
+    /// readahead, window, and the format's parse options).
+    pub fn open(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Model, StreamError> {
+        let path = path.as_ref();
+        let backing = FileBacking::open(path, options.backend)?;
+        // Like the headers, the magic is read with pread whatever the backend.
+        let format = Format::detect(&backing.pread_view(), Some(path))?;
+        Ok(match format {
+            Format::Gguf => Model::Gguf(GgufFile::from_backing(backing, options)?),
+            Format::Llmw => Model::Llmw(ModelFile::from_backing(backing, options)?),
+        })
+    }
+
+    /// Opens a model held by any positional source, whatever its format.
+    /// `options.backend` does not apply.
+    pub fn from_source(
+        source: impl ReadAt + 'static,
+        options: &OpenOptions,
+    ) -> Result<Model, StreamError> {
+        Ok(match Format::detect(&source, None)? {
+            Format::Gguf => Model::Gguf(GgufFile::from_source(source, options)?),
+            Format::Llmw => Model::Llmw(ModelFile::from_source(source, options)?),
+        })
+    }
+
+    /// The file's format.
+    pub fn format(&self) -> Format {
+        match self {
+            Model::Gguf(_) => Format::Gguf,
+            Model::Llmw(_) => Format::Llmw,
+        }
+    }
+
+    /// The model as the seam.
+    pub fn as_weight_source(&self) -> &dyn WeightSource {
+        match self {
+            Model::Gguf(f) => f,
+            Model::Llmw(f) => f,
+        }
+    }
+
+    /// The GGUF file, for GGUF models.
+    pub fn gguf(&self) -> Option<&GgufFile> {
+        match self {
+            Model::Gguf(f) => Some(f),
+            Model::Llmw(_) => None,
+        }
+    }
+
+    /// The `.llmw` file, for `.llmw` models.
+    pub fn llmw(&self) -> Option<&ModelFile> {
+        match self {
+            Model::Llmw(f) => Some(f),
+            Model::Gguf(_) => None,
+        }
+    }
+
+    /// The tensor store (the source, its size, readahead).
+    pub fn store(&self) -> &TensorStore {
+        match self {
+            Model::Gguf(f) => f.store(),
+            Model::Llmw(f) => f.store(),
+        }
+    }
+
+    /// What opening read.
+    pub fn header_stats(&self) -> HeaderStats {
+        match self {
+            Model::Gguf(f) => f.header_stats(),
+            Model::Llmw(f) => f.header_stats(),
+        }
+    }
+
+    /// The path given at open, for files.
+    pub fn path(&self) -> Option<&Path> {
+        self.store().path()
+    }
+}
+
+impl From<GgufFile> for Model {
+    fn from(f: GgufFile) -> Model {
+        Model::Gguf(f)
+    }
+}
+
+impl From<ModelFile> for Model {
+    fn from(f: ModelFile) -> Model {
+        Model::Llmw(f)
+    }
+}
+
+impl WeightSource for Model {
+    fn tensors(&self) -> &[TensorInfo] {
+        self.as_weight_source().tensors()
+    }
+
+    fn find(&self, name: &str) -> Option<&TensorInfo> {
+        self.as_weight_source().find(name)
+    }
+
+    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<(), StreamError> {
+        self.as_weight_source().read_raw(tensor, dst)
+    }
+
+    fn read_raw_at(&self, abs_offset: u64, dst: &mut [u8]) -> Result<(), StreamError> {
+        self.as_weight_source().read_raw_at(abs_offset, dst)
+    }
+
+    fn meta(&self, key: &str) -> Option<Meta<'_>> {
+        self.as_weight_source().meta(key)
+    }
+
+    fn metadata(&self) -> Box<dyn Iterator<Item = (Text<'_>, Meta<'_>)> + '_> {
+        self.as_weight_source().metadata()
+    }
+
+    fn prefetch(&self, tensor: &TensorInfo) -> Result<(), StreamError> {
+        self.as_weight_source().prefetch(tensor)
+    }
+
+    fn file_size(&self) -> u64 {
+        self.as_weight_source().file_size()
+    }
+}
+
+/// Opens the model file at `path`, GGUF or `.llmw`, as a boxed [`WeightSource`]: the format is
+/// found from the first 4 bytes, not the name (see [`Model::open`]).
+///
+/// ```
+/// use sipllm_streaming::{OpenOptions, WeightSource, open_model, toy};
+///
+/// let dir = std::env::temp_dir().join(format!("sipllm-open-model-doc-{}", std::process::id()));
+/// let files = toy::write_toy(7, &dir)?; // toy.gguf and toy.llmw: the same model
+/// let gguf = open_model(&files.gguf, &OpenOptions::default())?;
+/// let llmw = open_model(&files.llmw, &OpenOptions::default())?;
+///
+/// // Same metadata, and the same tensors (names, row-major shapes, types, sizes); only the
+/// // offsets differ between the formats.
+/// assert_eq!(gguf.meta_uint("llama.block_count")?, 2);
+/// assert_eq!(llmw.meta_uint("llama.block_count")?, 2);
+/// let facts = |m: &dyn WeightSource| -> Vec<_> {
+///     m.tensors().iter().map(|t| (t.name.clone(), t.shape.clone(), t.ggml_type, t.nbytes)).collect()
+/// };
+/// assert_eq!(facts(&*gguf), facts(&*llmw));
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn open_model(
+    path: impl AsRef<Path>,
+    options: &OpenOptions,
+) -> Result<Box<dyn WeightSource>, StreamError> {
+    Model::open(path, options).map(|m| Box::new(m) as Box<dyn WeightSource>)
+}
+
+/// Opens a model held by any positional source, GGUF or `.llmw`, as a boxed
+/// [`WeightSource`] (see [`Model::from_source`]).
+pub fn open_model_from(
+    source: impl ReadAt + 'static,
+    options: &OpenOptions,
+) -> Result<Box<dyn WeightSource>, StreamError> {
+    Model::from_source(source, options).map(|m| Box::new(m) as Box<dyn WeightSource>)
+}
