@@ -24,16 +24,21 @@ pub fn shared_dir(test: &str) -> Option<PathBuf> {
     }
 }
 
+/// A path in the temporary directory that no other test (or test process) uses.
+pub fn unique_temp_path(tag: &str) -> PathBuf {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let name = format!("sipllm-streaming-{}-{}-{tag}", std::process::id(), n);
+    std::env::temp_dir().join(name)
+}
+
 /// A file in the temporary directory, deleted on drop.
 pub struct TempFile(pub PathBuf);
 
 impl TempFile {
     /// A new unique path (the file is not created).
     pub fn new(tag: &str) -> TempFile {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let name = format!("sipllm-streaming-{}-{}-{tag}", std::process::id(), n);
-        TempFile(std::env::temp_dir().join(name))
+        TempFile(unique_temp_path(tag))
     }
 
     /// A new file holding `bytes`.
@@ -164,4 +169,26 @@ impl<S: ReadAt> ReadAt for Instrumented<S> {
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A directory in the temporary directory, removed (with its contents) on drop.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    /// A new unique directory (created).
+    pub fn new(tag: &str) -> TempDir {
+        let path = unique_temp_path(tag);
+        fs::create_dir_all(&path).unwrap();
+        TempDir(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
 }
