@@ -12,12 +12,14 @@
 //! | [`chunk_independent`] | a chunk schedule, then a file | the chunked GGUF and `.llmw` decoders give exactly the whole-slice result, keeping the decoder contract at every call |
 //! | [`weight_source`] | a GGUF or `.llmw` file | opened from memory through `sipllm-streaming`, every tensor reads back exactly the input's bytes; every metadata value reads through the seam |
 //! | [`llmw_parse`] | a `.llmw` file | parses without panicking; everything decodes and satisfies `docs/llmw.md`; parse → `ModelWriter` → parse keeps the content |
+//! | [`roundtrip`] | generator entropy, and a GGUF file | a header generated from the input → `GgufWriter` → the strict parser reads back exactly what was written; a file the strict parser accepts → `GgufWriter::from_gguf` → the same content; re-writing the writer's output is the identity |
 //!
 //! See `fuzz/README.md` for running them.
 
 mod chunked;
 mod gguf;
 mod llmw;
+mod roundtrip;
 mod stream;
 mod text;
 
@@ -67,13 +69,25 @@ pub fn llmw_parse(data: &[u8]) {
     llmw::llmw_parse(data);
 }
 
+/// Drives the GGUF writer: a valid header generated from `data` is written and must parse
+/// back to exactly what was written; `data` itself, if it parses strictly, is re-written and
+/// must keep its content; and the writer's output re-writes to itself byte for byte.
+///
+/// # Panics
+///
+/// On a property violation.
+pub fn roundtrip(data: &[u8]) {
+    roundtrip::roundtrip(data);
+}
+
 /// A property check: one fuzz input in, a panic on a violation.
 pub type Check = fn(&[u8]);
 
 /// Every target, by the name of its fuzz target and its directories under `fuzz/`.
-pub const TARGETS: [(&str, Check); 4] = [
+pub const TARGETS: [(&str, Check); 5] = [
     ("parse_slice", parse_slice),
     ("chunk_independent", chunk_independent),
     ("weight_source", weight_source),
     ("llmw_parse", llmw_parse),
+    ("roundtrip", roundtrip),
 ];

@@ -359,6 +359,7 @@ fn all_seeds() -> Seeds {
     let llmw = llmw_made();
     for (name, origin, bytes) in &gguf {
         put("parse_slice", name, *origin, bytes.clone());
+        put("roundtrip", name, *origin, bytes.clone());
         let has_tensors = sipllm_gguf::parse(bytes).is_ok_and(|g| !g.tensor_infos().is_empty());
         if has_tensors || name.starts_with("truncated") {
             put("weight_source", name, *origin, bytes.clone());
