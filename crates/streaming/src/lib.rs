@@ -4,15 +4,22 @@
 //! * [`WeightSource`] is what the engine and every other consumer program against: tensors
 //!   ([`TensorInfo`], shapes row-major), bounds-checked raw reads, collapsed lazy metadata
 //!   ([`Meta`]), readahead hints. A GGUF file and a `.llmw` file look the same through it.
-//! * [`GgufFile`] implements it for GGUF: [`read_header`] drives the parser's chunk-fed
-//!   decoder through a refilling window (one read per 64 KiB, never one per field, never the
-//!   whole file), and every tensor is checked to lie inside the file at open.
+//! * [`open_model`] opens a file of either format as a `Box<dyn WeightSource>`, choosing the
+//!   format from the first 4 bytes (never the name); [`Model`] is the same with the format's
+//!   details reachable, [`open_model_from`] / [`Model::from_source`] the same over any
+//!   [`ReadAt`].
+//! * [`GgufFile`] implements the seam for GGUF and [`ModelFile`] for `.llmw`: [`read_header`]
+//!   and [`read_llmw_header`] drive each parser's chunk-fed decoder through one shared
+//!   refilling window (one read per 64 KiB, never one per field, never the whole file), and
+//!   every tensor is checked to lie inside the file at open.
 //! * [`TensorStore`] is the format-neutral half (source + tensor list + name index + reads +
 //!   readahead) that every format's weight source embeds.
+//! * [`toy`] makes a tiny llama-shaped model from a seed and writes it identically as GGUF and
+//!   `.llmw` (the seam equivalence tests and `sipllm make-toy` use it).
 //! * [`ReadAt`] is a positional byte source (offsets, no seek): [`FileBacking`] (pread by
 //!   default, mmap opt-in, `fadvise`/`madvise` readahead) and [`MemSource`].
-//! * [`StreamError`] keeps a parser error intact and adds I/O context (path, offset, missing
-//!   bytes); every variant has a stable code.
+//! * [`StreamError`] keeps either parser's error intact and adds I/O context (path, offset,
+//!   missing bytes, the magic found); every variant has a stable code.
 //!
 //! ```
 //! use sipllm_gguf::GgmlType;
