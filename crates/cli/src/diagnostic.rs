@@ -14,7 +14,6 @@ use miette::{
 };
 use sipllm_streaming::{ReadAt, StreamError};
 
-use crate::open::OpenError;
 use crate::render::escape;
 use crate::render::hexview;
 
@@ -42,7 +41,7 @@ impl Severity {
 pub struct Finding {
     /// Error or warning.
     pub severity: Severity,
-    /// Stable code (`gguf::header::bad_magic`, `llmw::…`, `stream::io::open`).
+    /// Stable code (`gguf::metadata::duplicate_key`, `llmw::…`, `stream::io::open`).
     pub code: &'static str,
     /// What is wrong, without the location.
     pub message: String,
@@ -96,33 +95,49 @@ impl Finding {
         }
     }
 
-    /// Why a file could not be opened: the parser's error when there is one, else the I/O
-    /// error (without a byte range).
-    pub fn from_open_error(e: &OpenError) -> Finding {
-        match e {
-            OpenError::Llmw(e) => Finding::from_llmw_error(e),
-            OpenError::Stream(e) => Finding::from_stream_error(e),
-        }
-    }
-
-    /// A streaming-layer error.
+    /// Why a file could not be opened or read: the parser's error when there is one (GGUF or
+    /// `.llmw`), a wrong magic or a file too short for one (over the bytes concerned), else the
+    /// I/O error (without a byte range).
     pub fn from_stream_error(e: &StreamError) -> Finding {
         if let Some(p) = e.parse_error() {
             return Finding::from_gguf_error(p);
         }
-        let message = match e {
+        if let Some(p) = e.llmw_error() {
+            return Finding::from_llmw_error(p);
+        }
+        let mut message = match e {
             // The path is shown by the caller; keep only the operating system's reason.
             StreamError::Open { source, .. } => format!("cannot open: {source}"),
             other => other.to_string(),
+        };
+        // The caller names the file; drop the streaming layer's `path: ` prefix.
+        if let Some(rest) =
+            e.path().and_then(|p| message.strip_prefix(&format!("{}: ", p.display())))
+        {
+            message = rest.to_owned();
+        }
+        let (path, offset, len, help) = match e {
+            StreamError::UnknownMagic { found, .. } => {
+                // The GGUF parser knows one more history than the sniffing does: "FUGG" is the
+                // byte-swapped magic of pre-release GGUF files.
+                let help = if found == b"FUGG" {
+                    sipllm_gguf::ErrorKind::BadMagic { found: *found }.help()
+                } else {
+                    e.help()
+                };
+                ("header.magic", Some(0), 4, help)
+            }
+            StreamError::TooShort { len, .. } => ("header.magic", Some(*len), 0, e.help()),
+            _ => ("", None, 0, e.help()),
         };
         Finding {
             severity: Severity::Error,
             code: e.code(),
             message: escape::str(&message).into_owned(),
-            path: String::new(),
-            offset: None,
-            len: 0,
-            help: e.help(),
+            path: path.to_owned(),
+            offset,
+            len,
+            help,
         }
     }
 

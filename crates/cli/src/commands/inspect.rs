@@ -90,6 +90,7 @@ fn summary(out: &mut dyn Write, name: &str, view: &View<'_>) -> io::Result<()> {
     let format = match s.format {
         Format::Gguf => "GGUF",
         Format::Llmw => "LLMW",
+        other => other.label(),
     };
     let mut rows: Vec<(&str, String)> = vec![
         ("file", escape::str(name).into_owned()),

@@ -4,11 +4,11 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use sipllm_streaming::{Backend, FileBacking, ReadAt};
+use sipllm_streaming::{Backend, FileBacking, ReadAt, StreamError};
 
 use crate::diagnostic::{FileDiagnostic, Finding, Renderer};
 use crate::glob::Glob;
-use crate::open::{OpenError, OpenSettings, Opened, open_file};
+use crate::open::{OpenSettings, Opened, is_invalid_file, open_file};
 use crate::render::escape;
 use crate::{Ctx, Exit};
 
@@ -27,17 +27,17 @@ pub fn open_or_report(path: &Path, settings: &OpenSettings, ctx: &Ctx) -> Result
 
 /// Renders an open error as a diagnostic (with a hex window when the file can be read) on
 /// standard error; returns the exit code it implies.
-pub fn report_open_error(path: &Path, e: &OpenError, ctx: &Ctx) -> Exit {
+pub fn report_open_error(path: &Path, e: &StreamError, ctx: &Ctx) -> Exit {
     let diag = diagnose_open_error(path, e);
     let renderer = Renderer { color: ctx.color_stderr, width: ctx.width };
     let _ = io::stderr().write_all(renderer.render(&diag).as_bytes());
-    if e.is_invalid_file() { Exit::Invalid } else { Exit::Trouble }
+    if is_invalid_file(e) { Exit::Invalid } else { Exit::Trouble }
 }
 
 /// The diagnostic for an open error, with the bytes around the offending offset.
-pub fn diagnose_open_error(path: &Path, e: &OpenError) -> FileDiagnostic {
+pub fn diagnose_open_error(path: &Path, e: &StreamError) -> FileDiagnostic {
     let name = path.display().to_string();
-    let finding = Finding::from_open_error(e);
+    let finding = Finding::from_stream_error(e);
     let finding = if finding.offset.is_none() && finding.path.is_empty() {
         // I/O errors: say which file in the message.
         Finding { message: format!("{}: {}", escape::str(&name), finding.message), ..finding }

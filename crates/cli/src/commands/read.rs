@@ -11,7 +11,6 @@ use sipllm_streaming::WeightSource;
 
 use crate::cli::ReadArgs;
 use crate::commands::{open_or_report, report_open_error};
-use crate::open::OpenError;
 use crate::render::escape;
 use crate::{Ctx, Exit};
 
@@ -45,7 +44,7 @@ pub fn run(args: &ReadArgs, ctx: &Ctx) -> io::Result<Exit> {
     };
     let nbytes = match tensor.byte_size() {
         Ok(n) => n,
-        Err(e) => return Ok(report_open_error(&args.file, &OpenError::Stream(e), ctx)),
+        Err(e) => return Ok(report_open_error(&args.file, &e, ctx)),
     };
     let range = match args.range.as_deref().map(|r| parse_range(r, nbytes)).transpose() {
         Ok(r) => r.unwrap_or(0..nbytes),
@@ -100,7 +99,7 @@ fn copy(
         let n = usize::try_from(len - done).unwrap_or(CHUNK).min(CHUNK);
         let chunk = buf.get_mut(..n).unwrap_or_default();
         if let Err(e) = source.read_raw_at(start + done, chunk) {
-            return Ok(report_open_error(path, &OpenError::Stream(e), ctx));
+            return Ok(report_open_error(path, &e, ctx));
         }
         out.write_all(chunk)?;
         done += n as u64;

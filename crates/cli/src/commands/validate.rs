@@ -9,7 +9,7 @@ use sipllm_streaming::{Backend, FileBacking, ReadAt};
 
 use crate::cli::{ReportFormat, ValidateArgs};
 use crate::diagnostic::{FileDiagnostic, Finding, Renderer, Severity};
-use crate::open::{Format, OpenSettings, Opened, open_file};
+use crate::open::{Format, OpenSettings, Opened, is_invalid_file, open_file};
 use crate::render::escape;
 use crate::render::json::write_line;
 use crate::{Ctx, Exit};
@@ -37,8 +37,8 @@ pub fn check(path: &Path, settings: &OpenSettings, deny_warnings: bool) -> Outco
             Outcome { findings, exit, read_as: Some(read_as(&opened, settings)) }
         }
         Err(e) => {
-            let exit = if e.is_invalid_file() { Exit::Invalid } else { Exit::Trouble };
-            Outcome { findings: vec![Finding::from_open_error(&e)], exit, read_as: None }
+            let exit = if is_invalid_file(&e) { Exit::Invalid } else { Exit::Trouble };
+            Outcome { findings: vec![Finding::from_stream_error(&e)], exit, read_as: None }
         }
     }
 }
@@ -49,7 +49,7 @@ fn read_as(opened: &Opened, settings: &OpenSettings) -> String {
             format!("GGUF v{}, {} profile", g.version(), settings.profile.name())
         }
         (Format::Llmw, _, Some(l)) => format!("LLMW v{}", l.version()),
-        (format, _, _) => format.name().to_owned(),
+        (format, _, _) => format.label().to_owned(),
     }
 }
 

@@ -18,7 +18,6 @@ use sipllm_streaming::{TensorInfo, WeightSource};
 
 use crate::cli::{HashKind, VerifyArgs};
 use crate::commands::{open_or_report, report_open_error};
-use crate::open::OpenError;
 use crate::render::escape;
 use crate::render::json::hex;
 use crate::render::value::{group, human_bytes};
@@ -148,7 +147,7 @@ pub fn run(args: &VerifyArgs, ctx: &Ctx) -> io::Result<Exit> {
                     "sipllm: tensor {} cannot be read back:",
                     escape::quoted(t.name.as_bytes())
                 );
-                return Ok(report_open_error(&args.file, &OpenError::Stream(e), ctx));
+                return Ok(report_open_error(&args.file, &e, ctx));
             }
         }
     }
