@@ -58,41 +58,33 @@ pub struct Finding {
 impl Finding {
     /// A GGUF parse error.
     pub fn from_gguf_error(e: &sipllm_gguf::Error) -> Finding {
-        Finding {
-            severity: Severity::Error,
-            code: e.code(),
-            message: e.message(),
-            path: escape::str(&e.path().to_string()).into_owned(),
-            offset: Some(e.offset()),
-            len: e.len(),
-            help: e.help(),
-        }
+        let at = (e.offset(), e.len());
+        Finding::parsed(Severity::Error, e.code(), e.message(), e.path(), at, e.help())
     }
 
     /// A GGUF warning.
     pub fn from_gguf_warning(w: &sipllm_gguf::Warning) -> Finding {
-        Finding {
-            severity: Severity::Warning,
-            code: w.code(),
-            message: w.message(),
-            path: escape::str(&w.path().to_string()).into_owned(),
-            offset: Some(w.offset()),
-            len: w.len(),
-            help: w.help(),
-        }
+        let at = (w.offset(), w.len());
+        Finding::parsed(Severity::Warning, w.code(), w.message(), w.path(), at, w.help())
     }
 
     /// A `.llmw` parse error.
     pub fn from_llmw_error(e: &sipllm_llmw::Error) -> Finding {
-        Finding {
-            severity: Severity::Error,
-            code: e.code(),
-            message: e.message(),
-            path: escape::str(&e.path().to_string()).into_owned(),
-            offset: Some(e.offset()),
-            len: e.len(),
-            help: e.help().to_owned(),
-        }
+        let at = (e.offset(), e.len());
+        Finding::parsed(Severity::Error, e.code(), e.message(), e.path(), at, e.help().into())
+    }
+
+    /// A parser's finding: its logical path escaped, its byte range `(offset, len)`.
+    fn parsed(
+        severity: Severity,
+        code: &'static str,
+        message: String,
+        path: &dyn fmt::Display,
+        (offset, len): (u64, u64),
+        help: String,
+    ) -> Finding {
+        let path = escape::str(&path.to_string()).into_owned();
+        Finding { severity, code, message, path, offset: Some(offset), len, help }
     }
 
     /// Why a file could not be opened or read: the parser's error when there is one (GGUF or
@@ -163,7 +155,12 @@ pub struct FileDiagnostic {
 impl FileDiagnostic {
     /// The diagnostic for `finding` in the file shown as `name`, reading the bytes of the hex
     /// window from `file` (no window when there is no file or no offset, or the read fails).
-    pub fn new(finding: Finding, name: &str, file: Option<&dyn ReadAt>) -> FileDiagnostic {
+    /// A finding with neither a byte range nor a logical path (an I/O error) names the file in
+    /// its message instead.
+    pub fn new(mut finding: Finding, name: &str, file: Option<&dyn ReadAt>) -> FileDiagnostic {
+        if finding.offset.is_none() && finding.path.is_empty() {
+            finding.message = format!("{}: {}", escape::str(name), finding.message);
+        }
         let mut diag = FileDiagnostic { finding, source: None, labels: Vec::new(), lines: 0 };
         let (Some(offset), Some(file)) = (diag.finding.offset, file) else { return diag };
         let len = diag.finding.len;

@@ -13,7 +13,7 @@ use crate::open::{Format, SAMPLE_NAME, open_sample};
 use crate::render::escape;
 use crate::render::json::{InspectDoc, write_line};
 use crate::render::table::{Align, Table};
-use crate::render::value::{Budget, group, human_bytes, human_count, one_line};
+use crate::render::value::{Budget, group, human_bytes, human_count, one_line, type_name};
 use crate::view::{TensorRow, Val, View};
 use crate::{Ctx, Exit};
 
@@ -232,14 +232,6 @@ fn parameters(out: &mut dyn Write, tensors: &[TensorRow<'_>]) -> io::Result<()> 
         ]);
     }
     table.write(out, "  ")
-}
-
-/// A ggml type's name; unknown codes as `unknown(N)`.
-pub fn type_name(ty: GgmlType) -> String {
-    match ty {
-        GgmlType::Unknown(code) => format!("unknown({code})"),
-        ty => ty.name().to_owned(),
-    }
 }
 
 fn heading(

@@ -38,12 +38,6 @@ pub fn report_open_error(path: &Path, e: &StreamError, ctx: &Ctx) -> Exit {
 pub fn diagnose_open_error(path: &Path, e: &StreamError) -> FileDiagnostic {
     let name = path.display().to_string();
     let finding = Finding::from_stream_error(e);
-    let finding = if finding.offset.is_none() && finding.path.is_empty() {
-        // I/O errors: say which file in the message.
-        Finding { message: format!("{}: {}", escape::str(&name), finding.message), ..finding }
-    } else {
-        finding
-    };
     let backing = FileBacking::open(path, Backend::Pread).ok();
     FileDiagnostic::new(finding, &name, backing.as_ref().map(|b| b as &dyn ReadAt))
 }
@@ -52,13 +46,14 @@ pub fn diagnose_open_error(path: &Path, e: &StreamError) -> FileDiagnostic {
 pub fn compile_filter(pattern: Option<&str>) -> Result<Option<Glob>, Exit> {
     let Some(p) = pattern else { return Ok(None) };
     Glob::new(p).map(Some).map_err(|e| {
-        let _ = writeln!(
-            io::stderr(),
-            "sipllm: invalid --filter pattern {}: {e}",
-            escape::quoted(p.as_bytes())
-        );
-        Exit::Trouble
+        usage_error(&format!("invalid --filter pattern {}: {e}", escape::quoted(p.as_bytes())))
     })
+}
+
+/// Reports a usage or I/O problem on standard error; returns exit code 2.
+pub fn usage_error(msg: &str) -> Exit {
+    let _ = writeln!(io::stderr(), "sipllm: {msg}");
+    Exit::Trouble
 }
 
 /// True when `name` passes the filter (always, without one).

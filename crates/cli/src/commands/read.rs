@@ -10,7 +10,7 @@ use std::path::Path;
 use sipllm_streaming::WeightSource;
 
 use crate::cli::ReadArgs;
-use crate::commands::{open_or_report, report_open_error};
+use crate::commands::{open_or_report, report_open_error, usage_error};
 use crate::render::escape;
 use crate::{Ctx, Exit};
 
@@ -21,7 +21,7 @@ const CHUNK: usize = 4 << 20;
 pub fn run(args: &ReadArgs, ctx: &Ctx) -> io::Result<Exit> {
     let to_stdout = args.output.as_deref().is_none_or(|p| p == Path::new("-"));
     if to_stdout && ctx.stdout_is_tty {
-        return Ok(usage(
+        return Ok(usage_error(
             "refusing to write binary tensor data to a terminal; use `-o FILE` or redirect \
              standard output (`> FILE`, `| xxd`)",
         ));
@@ -31,10 +31,10 @@ pub fn run(args: &ReadArgs, ctx: &Ctx) -> io::Result<Exit> {
         Err(exit) => return Ok(exit),
     };
     let Some(source) = opened.source() else {
-        return Ok(usage("the file's tensor data cannot be read"));
+        return Ok(usage_error("the file's tensor data cannot be read"));
     };
     let Some(tensor) = source.find(&args.tensor) else {
-        return Ok(usage(&format!(
+        return Ok(usage_error(&format!(
             "no tensor named {} in {} ({} tensors; `sipllm tensors {}` lists them)",
             escape::quoted(args.tensor.as_bytes()),
             escape::str(opened.name()),
@@ -48,7 +48,7 @@ pub fn run(args: &ReadArgs, ctx: &Ctx) -> io::Result<Exit> {
     };
     let range = match args.range.as_deref().map(|r| parse_range(r, nbytes)).transpose() {
         Ok(r) => r.unwrap_or(0..nbytes),
-        Err(msg) => return Ok(usage(&msg)),
+        Err(msg) => return Ok(usage_error(&msg)),
     };
     let start = tensor.abs_offset.saturating_add(range.start);
     match &args.output {
@@ -56,7 +56,7 @@ pub fn run(args: &ReadArgs, ctx: &Ctx) -> io::Result<Exit> {
             let file = match File::create(path) {
                 Ok(f) => f,
                 Err(e) => {
-                    return Ok(usage(&format!(
+                    return Ok(usage_error(&format!(
                         "cannot create {}: {e}",
                         escape::str(&path.display().to_string())
                     )));
@@ -66,11 +66,11 @@ pub fn run(args: &ReadArgs, ctx: &Ctx) -> io::Result<Exit> {
             match copy(source, start, range.end - range.start, &mut out, &args.file, ctx) {
                 Ok(exit) => {
                     if let Err(e) = out.flush() {
-                        return Ok(usage(&format!("cannot write the output: {e}")));
+                        return Ok(usage_error(&format!("cannot write the output: {e}")));
                     }
                     Ok(exit)
                 }
-                Err(e) => Ok(usage(&format!("cannot write the output: {e}"))),
+                Err(e) => Ok(usage_error(&format!("cannot write the output: {e}"))),
             }
         }
         _ => {
@@ -137,11 +137,6 @@ pub fn parse_range(text: &str, nbytes: u64) -> Result<Range<u64>, String> {
         ));
     }
     Ok(start..end)
-}
-
-fn usage(msg: &str) -> Exit {
-    let _ = writeln!(io::stderr(), "sipllm: {msg}");
-    Exit::Trouble
 }
 
 #[cfg(test)]

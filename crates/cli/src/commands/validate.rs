@@ -99,15 +99,7 @@ pub fn run(args: &ValidateArgs, ctx: &Ctx) -> io::Result<Exit> {
                 let backing = FileBacking::open(path, Backend::Pread).ok();
                 let file = backing.as_ref().map(|b| b as &dyn ReadAt);
                 for f in &outcome.findings {
-                    let f = if f.offset.is_none() && f.path.is_empty() {
-                        Finding {
-                            message: format!("{}: {}", escape::str(&name), f.message),
-                            ..f.clone()
-                        }
-                    } else {
-                        f.clone()
-                    };
-                    let diag = FileDiagnostic::new(f, &name, file);
+                    let diag = FileDiagnostic::new(f.clone(), &name, file);
                     out.write_all(renderer.render(&diag).as_bytes())?;
                 }
                 writeln!(out, "{}", verdict(&name, &outcome, &settings, args.deny_warnings))?;

@@ -17,7 +17,7 @@ use sha2::Digest as _;
 use sipllm_streaming::{TensorInfo, WeightSource};
 
 use crate::cli::{HashKind, VerifyArgs};
-use crate::commands::{open_or_report, report_open_error};
+use crate::commands::{open_or_report, report_open_error, usage_error};
 use crate::render::escape;
 use crate::render::json::hex;
 use crate::render::value::{group, human_bytes};
@@ -97,9 +97,9 @@ pub fn run(args: &VerifyArgs, ctx: &Ctx) -> io::Result<Exit> {
         Some(path) => match std::fs::read_to_string(path) {
             Ok(text) => match parse_manifest(&text) {
                 Ok(lines) => Some(lines),
-                Err(e) => return Ok(fail(&format!("{}: {e}", show(path)))),
+                Err(e) => return Ok(usage_error(&format!("{}: {e}", show(path)))),
             },
-            Err(e) => return Ok(fail(&format!("cannot read {}: {e}", show(path)))),
+            Err(e) => return Ok(usage_error(&format!("cannot read {}: {e}", show(path)))),
         },
         None => None,
     };
@@ -170,7 +170,7 @@ pub fn run(args: &VerifyArgs, ctx: &Ctx) -> io::Result<Exit> {
     if let Some(path) = &args.manifest
         && let Err(e) = write_manifest(path, &lines, &mut out)
     {
-        return Ok(fail(&format!("cannot write {}: {e}", show(path))));
+        return Ok(usage_error(&format!("cannot write {}: {e}", show(path))));
     }
     if let Some(expected) = &expected {
         let diffs = compare(expected, &lines);
@@ -309,11 +309,6 @@ fn throughput(bytes: u64, d: Duration) -> String {
 
 fn show(path: &Path) -> String {
     escape::str(&path.display().to_string()).into_owned()
-}
-
-fn fail(msg: &str) -> Exit {
-    let _ = writeln!(io::stderr(), "sipllm: {msg}");
-    Exit::Trouble
 }
 
 #[cfg(test)]

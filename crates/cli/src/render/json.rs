@@ -217,10 +217,7 @@ struct GgmlTypeName(sipllm_gguf::GgmlType);
 
 impl Serialize for GgmlTypeName {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            sipllm_gguf::GgmlType::Unknown(code) => s.serialize_str(&format!("unknown({code})")),
-            ty => s.serialize_str(ty.name()),
-        }
+        s.serialize_str(&crate::render::value::type_name(self.0))
     }
 }
 

@@ -108,6 +108,15 @@ fn elements(out: &mut String, a: &Arr<'_>, budget: Budget) {
     }
 }
 
+/// A ggml type's name as gguf-py prints it (`F32`, `Q4_K`, …); a code this build does not know
+/// as `unknown(N)` (removed codes keep their historical name).
+pub fn type_name(ty: sipllm_gguf::GgmlType) -> String {
+    match ty {
+        sipllm_gguf::GgmlType::Unknown(code) => format!("unknown({code})"),
+        ty => ty.name().to_owned(),
+    }
+}
+
 /// `1234567` as `1,234,567`.
 pub fn group(n: u64) -> String {
     let digits = n.to_string();

@@ -1,15 +1,12 @@
 //! `read`, `verify`, `tensors`, `completions`, and `.llmw` files through every command.
 
 use sha2::{Digest, Sha256};
+use sipllm_cli::render::json::hex;
 use sipllm_gguf::builder::pattern;
 use sipllm_llmw::{GgmlType, ModelWriter};
 
 use crate::files::{valid, write};
 use crate::support::{golden, shared, sipllm, temp_dir};
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
 
 #[test]
 fn verify_manifest_equals_the_corpus_tensor_hashes() {

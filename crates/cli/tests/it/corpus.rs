@@ -12,6 +12,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use sipllm_cli::render::json::hex;
 
 use crate::support::{shared, sipllm};
 
@@ -128,8 +129,4 @@ fn same(a: &Value, b: &Value) -> bool {
         }
         _ => a == b,
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
