@@ -11,11 +11,10 @@ use std::fmt;
 use nom::Parser;
 use smallvec::SmallVec;
 
-use sipllm_gguf::GgmlType;
+use sipllm_gguf::{GgmlType, NameIndex};
 
 use crate::error::{Error, ErrorKind, Path};
 use crate::grammar;
-use sipllm_gguf::NameIndex;
 use crate::value::{MetaType, MetaValue, Numbers, StrArray};
 use crate::{ALIGNMENT, Span};
 

@@ -3,12 +3,11 @@
 use nom::Parser;
 use smallvec::SmallVec;
 
-use sipllm_gguf::{GgmlType, SizeError, align_up, tensor_nbytes};
+use sipllm_gguf::{GgmlType, NameIndex, SizeError, align_up, tensor_nbytes};
 
 use crate::ast::{Directory, Header, MetaInfo, TensorInfo, between, span};
 use crate::error::{Error, ErrorKind, Path, PathSeg, StrField};
 use crate::grammar::{self, PErr, PResult};
-use sipllm_gguf::NameIndex;
 use crate::options::{Limits, ParseOptions};
 use crate::value::MetaType;
 use crate::{ALIGNMENT, MAGIC, Span};
