@@ -169,6 +169,46 @@ pub enum StreamError {
         /// The byte count.
         bytes: u64,
     },
+    /// The output file could not be created.
+    #[error("cannot create a temporary file for {}: {source}", path.display())]
+    Create {
+        /// The destination.
+        path: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// Writing the output failed.
+    #[error("writing {} at offset {offset}: {source}", path.display())]
+    Write {
+        /// The destination.
+        path: PathBuf,
+        /// Offset of the failed write.
+        offset: u64,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// The header to write is invalid.
+    #[error("cannot write the header: {source}")]
+    Writer {
+        /// The writer's reason.
+        source: sipllm_gguf::WriteError,
+    },
+    /// No data was given for a tensor.
+    #[error("no data given for tensor {tensor:?}")]
+    MissingData {
+        /// The tensor.
+        tensor: String,
+    },
+    /// A tensor's data has the wrong length.
+    #[error("tensor {tensor:?} needs {expected} bytes of data but {got} were given")]
+    DataLength {
+        /// The tensor.
+        tensor: String,
+        /// Bytes the tensor's type and dims call for.
+        expected: u64,
+        /// Bytes given.
+        got: u64,
+    },
     /// A metadata key is absent.
     #[error("metadata key {key:?} is missing")]
     MetaMissing {
@@ -270,6 +310,11 @@ impl StreamError {
             StreamError::NotInSource { .. } => "stream::tensor::not_in_source",
             StreamError::UnknownSize { .. } => "stream::tensor::unknown_size",
             StreamError::TooLarge { .. } => "stream::memory::too_large",
+            StreamError::Create { .. } => "stream::write::create",
+            StreamError::Write { .. } => "stream::write::io",
+            StreamError::Writer { .. } => "stream::write::header",
+            StreamError::MissingData { .. } => "stream::write::missing_data",
+            StreamError::DataLength { .. } => "stream::write::data_length",
             StreamError::MetaMissing { .. } => "stream::meta::missing",
             StreamError::MetaType { .. } => "stream::meta::type_mismatch",
             StreamError::MetaRange { .. } => "stream::meta::out_of_range",
@@ -322,6 +367,18 @@ impl StreamError {
             StreamError::TooLarge { .. } => "the size exceeds this machine's address space or \
                 free memory; read the data in parts."
                 .into(),
+            StreamError::Create { .. } => "the destination's directory must exist and be \
+                writable (the new file is written beside the destination, then renamed)."
+                .into(),
+            StreamError::Write { .. } => "the disk may be full or failing; the destination was \
+                left untouched."
+                .into(),
+            StreamError::Writer { .. } => "the metadata or tensor list to write is invalid; \
+                nothing was written."
+                .into(),
+            StreamError::MissingData { .. } | StreamError::DataLength { .. } => "give every \
+                tensor exactly its byte size of data (type and dims decide it)."
+                .into(),
             StreamError::MetaMissing { .. } => "the model file lacks this key: check the \
                 architecture prefix (e.g. `llama.` vs `qwen2.`) and the converter version."
                 .into(),
@@ -340,7 +397,9 @@ impl StreamError {
     /// The file the error concerns, when known.
     pub fn path(&self) -> Option<&Path> {
         match self {
-            StreamError::Open { path, .. } => Some(path),
+            StreamError::Open { path, .. }
+            | StreamError::Create { path, .. }
+            | StreamError::Write { path, .. } => Some(path),
             StreamError::Io { path, .. }
             | StreamError::UnexpectedEof { path, .. }
             | StreamError::Parse { path, .. }
@@ -357,6 +416,7 @@ impl StreamError {
     pub fn offset(&self) -> Option<u64> {
         match self {
             StreamError::Io { offset, .. }
+            | StreamError::Write { offset, .. }
             | StreamError::UnexpectedEof { offset, .. }
             | StreamError::OutOfBounds { offset, .. }
             | StreamError::TensorOutOfBounds { offset, .. }
@@ -481,6 +541,20 @@ mod tests {
                 "stream::open::unknown_magic",
             ),
             (StreamError::TooShort { path: path.clone(), len: 3 }, "stream::open::too_short"),
+            (StreamError::Create { path: "m.gguf".into(), source: io() }, "stream::write::create"),
+            (
+                StreamError::Write { path: "m.gguf".into(), offset: 5, source: io() },
+                "stream::write::io",
+            ),
+            (
+                StreamError::Writer { source: sipllm_gguf::WriteError::BadAlignment },
+                "stream::write::header",
+            ),
+            (StreamError::MissingData { tensor: "t".into() }, "stream::write::missing_data"),
+            (
+                StreamError::DataLength { tensor: "t".into(), expected: 4, got: 5 },
+                "stream::write::data_length",
+            ),
         ];
         let mut codes: Vec<&str> = cases.iter().map(|(e, _)| e.code()).collect();
         for (err, code) in &cases {

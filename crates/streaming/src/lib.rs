@@ -61,6 +61,7 @@ mod source;
 mod store;
 pub mod toy;
 mod window;
+pub mod write;
 
 pub use backing::{Backend, FileBacking, MemSource, ReadAt, ShortRead};
 pub use error::StreamError;
@@ -72,3 +73,4 @@ pub use options::OpenOptions;
 pub use source::{TensorInfo, WeightSource};
 pub use store::TensorStore;
 pub use window::{DEFAULT_WINDOW, HeaderStats};
+pub use write::{AtomicFile, GgufFileBuilder, TensorData, copy_range};

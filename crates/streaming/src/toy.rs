@@ -43,14 +43,15 @@
 //! special and byte tokens, `-rank` for pieces.
 
 use std::borrow::Cow;
-use std::fs::File;
-use std::io::{self, Write};
+use std::io;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use sipllm_gguf::writer::{GgufWriter, TensorDesc, Value};
 use sipllm_gguf::{GgmlType, ValueType};
 use sipllm_llmw::ModelWriter;
+
+use crate::write::AtomicFile;
 
 /// The file name [`write_toy`] gives the GGUF copy.
 pub const TOY_GGUF: &str = "toy.gguf";
@@ -556,37 +557,11 @@ impl ToyError {
     }
 }
 
-/// Writes `bytes` to `dest` through a uniquely named temporary file in the same directory
-/// (created exclusively, written, synced, renamed over `dest`); the temporary file is removed
-/// on error, so `dest` is untouched or complete.
+/// Writes `bytes` to `dest` atomically (see [`AtomicFile`]): `dest` is untouched or complete.
 fn write_atomic(dest: &Path, bytes: &[u8]) -> io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let name = dest
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path has no file name"))?;
-    let dir = dest.parent().unwrap_or_else(|| Path::new(""));
-    let (tmp, mut file) = loop {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(".{}-{n}.tmp", std::process::id()));
-        let tmp = dir.join(tmp_name);
-        match File::options().write(true).create_new(true).open(&tmp) {
-            Ok(file) => break (tmp, file),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    };
-    let result = file
-        .write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .and_then(|()| std::fs::rename(&tmp, dest));
-    drop(file);
-    if result.is_err() {
-        // Best effort: the write already failed, and that error is the one to report.
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    let out = AtomicFile::create(dest)?;
+    out.file().write_all_at(bytes, 0)?;
+    out.commit()
 }
 
 // ----- vocabulary --------------------------------------------------------------------------

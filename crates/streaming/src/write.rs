@@ -1,0 +1,397 @@
+//! Writing model files: atomic replacement, sparse-aware range copies, and the GGUF file
+//! builder.
+//!
+//! * [`AtomicFile`]: a temporary file in the destination's directory that becomes the
+//!   destination only on [`AtomicFile::commit`] (written, `fsync`ed, renamed, directory
+//!   synced). Dropped uncommitted — an error, a panic, a kill — it is removed, and a crash
+//!   leaves at most a stray temporary: never a half-written file at the destination.
+//! * [`copy_range`]: copies a byte range between files in the kernel (`copy_file_range`),
+//!   skipping holes (`SEEK_DATA`/`SEEK_HOLE`) so a sparse source stays sparse, and falling back
+//!   to a 1 MiB buffer where the kernel cannot. Memory stays bounded whatever the size.
+//! * [`GgufFileBuilder`]: a [`GgufWriter`]'s header, then every tensor's data — from a slice,
+//!   a reader, or a range of another file — at the offsets the writer's layout gives, into an
+//!   [`AtomicFile`].
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sipllm_gguf::GgufWriter;
+
+use crate::error::StreamError;
+
+/// Bytes moved per step when the kernel cannot copy for us.
+const COPY_BUF: usize = 1 << 20;
+
+/// A file that replaces its destination atomically. See the [module docs](self).
+#[derive(Debug)]
+pub struct AtomicFile {
+    dest: PathBuf,
+    tmp: PathBuf,
+    file: Option<File>,
+}
+
+impl AtomicFile {
+    /// Creates a fresh temporary file (`.NAME.PID-N.tmp`) next to `dest`.
+    pub fn create(dest: impl AsRef<Path>) -> io::Result<AtomicFile> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let dest = dest.as_ref().to_path_buf();
+        let name = dest
+            .file_name()
+            .ok_or_else(|| {
+                io::Error::new(io::ErrorKind::InvalidInput, "the path has no file name")
+            })?
+            .to_owned();
+        let dir = dest.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        loop {
+            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let mut tmp_name = std::ffi::OsString::from(".");
+            tmp_name.push(&name);
+            tmp_name.push(format!(".{}-{n}.tmp", std::process::id()));
+            let tmp = dir.join(tmp_name);
+            match File::options().read(true).write(true).create_new(true).open(&tmp) {
+                Ok(file) => return Ok(AtomicFile { dest, tmp, file: Some(file) }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The temporary file, for writing.
+    pub fn file(&self) -> &File {
+        // `file` is only taken by `commit`, which consumes `self`.
+        self.file.as_ref().expect("an AtomicFile holds its file until commit")
+    }
+
+    /// The temporary file's path.
+    pub fn temp_path(&self) -> &Path {
+        &self.tmp
+    }
+
+    /// The destination.
+    pub fn dest(&self) -> &Path {
+        &self.dest
+    }
+
+    /// Syncs the data, renames the temporary over the destination, and syncs the directory
+    /// so the rename itself survives a crash.
+    pub fn commit(mut self) -> io::Result<()> {
+        let file = self.file.take().expect("an AtomicFile holds its file until commit");
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&self.tmp, &self.dest)?;
+        // The temporary is the destination now: nothing left to clean up.
+        self.tmp = PathBuf::new();
+        if let Some(dir) = self.dest.parent().filter(|d| !d.as_os_str().is_empty()) {
+            // Best effort: some file systems cannot open or sync a directory.
+            let _ = File::open(dir).and_then(|d| d.sync_all());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if !self.tmp.as_os_str().is_empty() {
+            self.file.take();
+            // Best effort: the error that dropped us is the one worth reporting.
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// What a [`copy_range`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CopyStats {
+    /// Bytes of data copied.
+    pub data_bytes: u64,
+    /// Bytes skipped because the source has a hole there (left as a hole, reading as zeros).
+    pub hole_bytes: u64,
+    /// Bytes copied through the buffer because the kernel could not copy them.
+    pub buffered_bytes: u64,
+}
+
+impl CopyStats {
+    fn add(&mut self, other: CopyStats) {
+        self.data_bytes += other.data_bytes;
+        self.hole_bytes += other.hole_bytes;
+        self.buffered_bytes += other.buffered_bytes;
+    }
+}
+
+/// Copies `len` bytes from `src` at `src_off` to `dst` at `dst_off`.
+///
+/// Holes in the source are skipped, not written: **the destination range must read as zeros
+/// beforehand** (a fresh file extended with `set_len`, as [`GgufFileBuilder`] does). A source
+/// shorter than `src_off + len` is an `UnexpectedEof` error.
+pub fn copy_range(
+    src: &File,
+    src_off: u64,
+    dst: &File,
+    dst_off: u64,
+    len: u64,
+) -> io::Result<CopyStats> {
+    let end = src_off
+        .checked_add(len)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "source range overflows"))?;
+    dst_off.checked_add(len).ok_or_else(|| {
+        io::Error::new(io::ErrorKind::InvalidInput, "destination range overflows")
+    })?;
+    if src.metadata()?.len() < end {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("the source ends before byte {end} of the range to copy"),
+        ));
+    }
+    let mut stats = CopyStats::default();
+    let mut pos = src_off;
+    while pos < end {
+        let (data_start, data_end) = match data_extent(src, pos, end) {
+            Some(extent) => extent,
+            None => {
+                // No data left: the rest of the range is a hole.
+                stats.hole_bytes += end - pos;
+                break;
+            }
+        };
+        stats.hole_bytes += data_start - pos;
+        let out = dst_off + (data_start - src_off);
+        stats.add(copy_data(src, data_start, dst, out, data_end - data_start)?);
+        pos = data_end;
+    }
+    Ok(stats)
+}
+
+/// The next data extent in `[pos, end)`: `SEEK_DATA` then `SEEK_HOLE`. Without hole support
+/// (or on any error) the whole rest is data.
+fn data_extent(src: &File, pos: u64, end: u64) -> Option<(u64, u64)> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{SeekFrom, seek};
+        match seek(src, SeekFrom::Data(pos)) {
+            Ok(start) if start >= end => None,
+            Ok(start) => {
+                let stop = seek(src, SeekFrom::Hole(start)).map_or(end, |h| h.min(end));
+                Some((start, stop.max(start + 1).min(end)))
+            }
+            // ENXIO: only a hole after `pos`.
+            Err(rustix::io::Errno::NXIO) => None,
+            Err(_) => Some((pos, end)),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Some((pos, end))
+    }
+}
+
+/// Copies a data range: `copy_file_range` in a loop, the buffer for whatever it leaves.
+fn copy_data(
+    src: &File,
+    mut from: u64,
+    dst: &File,
+    mut to: u64,
+    len: u64,
+) -> io::Result<CopyStats> {
+    let mut left = len;
+    #[cfg(target_os = "linux")]
+    while left > 0 {
+        let chunk = usize::try_from(left.min(1 << 30)).unwrap_or(1 << 30);
+        match rustix::fs::copy_file_range(src, Some(&mut from), dst, Some(&mut to), chunk) {
+            // The source ended early (it shrank): let the buffered path report it.
+            Ok(0) => break,
+            Ok(n) => left -= n as u64,
+            Err(rustix::io::Errno::INTR) => continue,
+            // Not supported between these files (EXDEV on old kernels, EINVAL, ENOSYS, …):
+            // fall back to the buffer for the rest.
+            Err(_) => break,
+        }
+    }
+    let buffered = left;
+    let mut buf = vec![0u8; COPY_BUF.min(usize::try_from(left).unwrap_or(COPY_BUF))];
+    while left > 0 {
+        let n = usize::try_from(left).unwrap_or(usize::MAX).min(buf.len());
+        let chunk = buf.get_mut(..n).unwrap_or_default();
+        src.read_exact_at(chunk, from)?;
+        dst.write_all_at(chunk, to)?;
+        from += n as u64;
+        to += n as u64;
+        left -= n as u64;
+    }
+    Ok(CopyStats { data_bytes: len, hole_bytes: 0, buffered_bytes: buffered })
+}
+
+/// Where a tensor's data comes from.
+#[derive(Debug)]
+pub enum TensorData<'a> {
+    /// Bytes in memory.
+    Bytes(&'a [u8]),
+    /// A reader that yields exactly the tensor's bytes.
+    Reader(ReaderData<'a>),
+    /// A range of another file, starting at `offset` (copied in the kernel, holes kept).
+    File {
+        /// The source file.
+        file: &'a File,
+        /// Absolute offset of the tensor's data in it.
+        offset: u64,
+    },
+}
+
+/// A boxed reader (wrapped so [`TensorData`] can implement `Debug`).
+pub struct ReaderData<'a>(pub Box<dyn Read + 'a>);
+
+impl std::fmt::Debug for ReaderData<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReaderData(..)")
+    }
+}
+
+/// What [`GgufFileBuilder::write_to_path`] wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BuildStats {
+    /// Final file size.
+    pub file_size: u64,
+    /// Header bytes (up to the data section).
+    pub header_len: u64,
+    /// How the tensor data was copied (file-to-file copies).
+    pub copy: CopyStats,
+}
+
+/// Writes a GGUF file: header, then tensor data, in bounded memory. See the
+/// [module docs](self).
+#[derive(Debug)]
+pub struct GgufFileBuilder<'a> {
+    writer: GgufWriter<'a>,
+    data: Vec<Option<TensorData<'a>>>,
+}
+
+impl<'a> GgufFileBuilder<'a> {
+    /// A builder for the header `writer` describes; every tensor's data must then be given.
+    pub fn new(writer: GgufWriter<'a>) -> GgufFileBuilder<'a> {
+        let n = writer.tensors().len();
+        GgufFileBuilder { writer, data: (0..n).map(|_| None).collect() }
+    }
+
+    /// The header being written.
+    pub fn writer(&self) -> &GgufWriter<'a> {
+        &self.writer
+    }
+
+    /// Sets tensor `index`'s data (in the writer's directory order).
+    pub fn set_data(&mut self, index: usize, data: TensorData<'a>) -> &mut Self {
+        if let Some(slot) = self.data.get_mut(index) {
+            *slot = Some(data);
+        }
+        self
+    }
+
+    /// Writes the file to `dest` atomically: `dest` is the old file (or absent) until the new
+    /// one is complete and synced.
+    pub fn write_to_path(self, dest: impl AsRef<Path>) -> Result<BuildStats, StreamError> {
+        let dest = dest.as_ref();
+        let out = AtomicFile::create(dest)
+            .map_err(|source| StreamError::Create { path: dest.to_path_buf(), source })?;
+        let stats = self.write_into(&out)?;
+        out.commit().map_err(|source| StreamError::Write {
+            path: dest.to_path_buf(),
+            offset: stats.file_size,
+            source,
+        })?;
+        Ok(stats)
+    }
+
+    /// Writes the file into `out` (positional writes; `out` should be empty).
+    pub fn write_into(self, out: &AtomicFile) -> Result<BuildStats, StreamError> {
+        let path = out.dest().to_path_buf();
+        let werr = |offset: u64, source: io::Error| StreamError::Write {
+            path: path.clone(),
+            offset,
+            source,
+        };
+        let layout = self.writer.layout().map_err(|source| StreamError::Writer { source })?;
+        let header = self.writer.header_bytes().map_err(|source| StreamError::Writer { source })?;
+        let file = out.file();
+        // Extending first makes every unwritten byte (padding, skipped holes) a zero hole.
+        file.set_len(layout.file_size).map_err(|e| werr(0, e))?;
+        file.write_all_at(&header, 0).map_err(|e| werr(0, e))?;
+        let mut stats = BuildStats {
+            file_size: layout.file_size,
+            header_len: layout.header_len,
+            copy: CopyStats::default(),
+        };
+        let names = self.writer.tensors();
+        for (i, (data, &(abs, nbytes))) in self.data.into_iter().zip(&layout.tensors).enumerate() {
+            let tensor = || {
+                names
+                    .get(i)
+                    .map_or_else(String::new, |t| String::from_utf8_lossy(&t.name).into_owned())
+            };
+            match data {
+                None => return Err(StreamError::MissingData { tensor: tensor() }),
+                Some(TensorData::Bytes(b)) => {
+                    if b.len() as u64 != nbytes {
+                        return Err(StreamError::DataLength {
+                            tensor: tensor(),
+                            expected: nbytes,
+                            got: b.len() as u64,
+                        });
+                    }
+                    file.write_all_at(b, abs).map_err(|e| werr(abs, e))?;
+                }
+                Some(TensorData::Reader(ReaderData(mut r))) => {
+                    copy_reader(&mut *r, file, abs, nbytes, &werr).map_err(|e| match e {
+                        ReaderError::Length(got) => {
+                            StreamError::DataLength { tensor: tensor(), expected: nbytes, got }
+                        }
+                        ReaderError::Stream(e) => e,
+                    })?;
+                }
+                Some(TensorData::File { file: src, offset }) => {
+                    let copied =
+                        copy_range(src, offset, file, abs, nbytes).map_err(|e| werr(abs, e))?;
+                    stats.copy.add(copied);
+                }
+            }
+        }
+        Ok(stats)
+    }
+}
+
+enum ReaderError {
+    Length(u64),
+    Stream(StreamError),
+}
+
+/// Copies exactly `nbytes` from `r` to `file` at `at` through a bounded buffer.
+fn copy_reader(
+    r: &mut dyn Read,
+    file: &File,
+    at: u64,
+    nbytes: u64,
+    werr: &dyn Fn(u64, io::Error) -> StreamError,
+) -> Result<(), ReaderError> {
+    let mut buf = vec![0u8; COPY_BUF.min(usize::try_from(nbytes).unwrap_or(COPY_BUF)).max(1)];
+    let mut done = 0u64;
+    loop {
+        let n = match r.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ReaderError::Stream(werr(at + done, e))),
+        };
+        if n == 0 {
+            break;
+        }
+        if done + n as u64 > nbytes {
+            return Err(ReaderError::Length(done + n as u64));
+        }
+        let chunk = buf.get(..n).unwrap_or_default();
+        file.write_all_at(chunk, at + done).map_err(|e| ReaderError::Stream(werr(at + done, e)))?;
+        done += n as u64;
+    }
+    if done != nbytes {
+        return Err(ReaderError::Length(done));
+    }
+    Ok(())
+}
