@@ -85,7 +85,7 @@ pub use header::{Endian, Header};
 pub use index::NameIndex;
 pub use options::{Limits, ParseOptions, Profile};
 pub use value::{ArrayIter, ArrayView, Element, MetaStr, MetaValue, Strings, ValueType, Values};
-pub use writer::{GgufWriter, Layout, TensorDesc, WriteError};
+pub use writer::{GgufWriter, Layout, PADDING_KEY, TensorDesc, WriteError};
 
 /// The magic bytes every GGUF file starts with.
 pub const MAGIC: [u8; 4] = *b"GGUF";

@@ -175,7 +175,28 @@ pub enum WriteError {
     /// The version is not 2 or 3.
     #[error("version {0} cannot be written (2 and 3 can)")]
     Version(u32),
+    /// [`GgufWriter::pad_to`]: the header needs more room than the target data offset leaves.
+    #[error("the header needs {missing} more byte(s) than the space before the data section")]
+    HeaderTooLarge {
+        /// Bytes missing.
+        missing: u64,
+    },
+    /// [`GgufWriter::pad_to`]: the header is a few bytes too short to end at the target data
+    /// offset, and too long for the smallest padding pair to fit.
+    #[error(
+        "the header ends {slack} byte(s) before the data section: too few for a padding pair \
+         ({min} bytes at least)"
+    )]
+    NoRoomForPadding {
+        /// Bytes between the header's end and the data offset.
+        slack: u64,
+        /// The smallest padding pair.
+        min: u64,
+    },
 }
+
+/// The key of the pair [`GgufWriter::pad_to`] adds to keep a shrunken header's data offset.
+pub const PADDING_KEY: &str = "sipllm.header_padding";
 
 /// Where each tensor's data goes in the written file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -337,6 +358,35 @@ impl<'a> GgufWriter<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Makes the header end exactly where the data section of an existing file starts, so only
+    /// the header needs rewriting (an in-place edit). A header that grew past `data_offset`
+    /// is [`WriteError::HeaderTooLarge`]; one that shrank so far that `data_offset` would move
+    /// gets a padding pair ([`PADDING_KEY`], a string of spaces) after the other pairs.
+    /// Any earlier padding pair is replaced. Returns the padding pair's size (0 if none).
+    pub fn pad_to(&mut self, data_offset: u64) -> Result<u64, WriteError> {
+        self.remove(PADDING_KEY.as_bytes());
+        let alignment = u64::from(self.alignment()?);
+        let end = self.encoded_len()?;
+        if end > data_offset {
+            return Err(WriteError::HeaderTooLarge { missing: end - data_offset });
+        }
+        if align_up(end, alignment) == Some(data_offset) {
+            return Ok(0);
+        }
+        // key (8 + len), type (4), string length (8): the smallest padding pair.
+        let min = 8 + PADDING_KEY.len() as u64 + 4 + 8;
+        let slack = data_offset - end;
+        if slack < min {
+            return Err(WriteError::NoRoomForPadding { slack, min });
+        }
+        let fill = usize::try_from(slack - min).map_err(|_| WriteError::Overflow)?;
+        self.kvs.push((
+            Cow::Borrowed(PADDING_KEY.as_bytes()),
+            Value::String(Cow::Owned(vec![b' '; fill])),
+        ));
+        Ok(slack)
     }
 
     /// Where every tensor's data goes (validating the header first).

@@ -252,3 +252,59 @@ fn the_writer_refuses_what_no_reader_should_accept() {
     assert!(matches!(t.layout().unwrap_err(), WriteError::TensorSize { .. }));
     assert_eq!(GgufWriter::new().version(1).layout().unwrap_err(), WriteError::Version(1));
 }
+
+/// `pad_to` keeps the data offset of an edited header: shrinking adds a padding pair, growing
+/// past the data section is refused with the bytes missing.
+#[test]
+fn pad_to_keeps_the_data_offset_for_in_place_edits() {
+    let name = "A fairly long model name, long enough to shrink a lot when edited";
+    let src = sipllm_gguf::builder::GgufBuilder::new()
+        .kv("general.name", sipllm_gguf::builder::Value::str(name))
+        .tensor("t", GgmlType::F32, &[8])
+        .build();
+    let g = parse(&src);
+    let data_offset = g.data_offset();
+    // Shrink: "x" is 64 bytes shorter, more than the 32-byte alignment absorbs.
+    let mut w = GgufWriter::from_gguf(&g);
+    w.set(&b"general.name"[..], Value::str("x"));
+    let pad = w.pad_to(data_offset).unwrap();
+    assert!(pad >= 41, "a padding pair was added: {pad}");
+    let header = w.header_bytes().unwrap();
+    assert_eq!(header.len() as u64, data_offset);
+    let mut edited = header.clone();
+    edited.extend_from_slice(&src[data_offset as usize..]);
+    let e = parse(&edited);
+    assert_eq!(e.get_str("general.name"), Some("x"));
+    assert_eq!(e.data_offset(), data_offset);
+    assert_eq!(e.tensor("t").unwrap().info.abs_offset(), g.tensor("t").unwrap().info.abs_offset());
+    assert!(e.get_str(sipllm_gguf::PADDING_KEY).unwrap().bytes().all(|b| b == b' '));
+    // Editing again replaces the padding pair instead of stacking another.
+    let mut w2 = GgufWriter::from_gguf(&e);
+    w2.set(&b"general.name"[..], Value::str("xy"));
+    w2.pad_to(data_offset).unwrap();
+    let again = w2.header_bytes().unwrap();
+    assert_eq!(again.len() as u64, data_offset);
+    assert_eq!(parse(&[&again[..], &src[data_offset as usize..]].concat()).kv_len(), 2);
+    // Grow past the data section: refused, saying how much is missing.
+    let mut w = GgufWriter::from_gguf(&g);
+    w.set(&b"general.name"[..], Value::string("y".repeat(200)));
+    let grown_end = g.directory().directory_end() + 200 - name.len() as u64;
+    assert_eq!(
+        w.pad_to(data_offset).unwrap_err(),
+        WriteError::HeaderTooLarge { missing: grown_end - data_offset }
+    );
+    // Shrinking so the header ends 35 bytes early: the data offset would move, and a padding
+    // pair needs at least 41 bytes, so it cannot be kept.
+    let s0 = data_offset - g.directory().directory_end();
+    let shorter = &name[..name.len() - (35 - s0 as usize)];
+    let mut w = GgufWriter::from_gguf(&g);
+    w.set(&b"general.name"[..], Value::str(shorter));
+    assert_eq!(
+        w.pad_to(data_offset).unwrap_err(),
+        WriteError::NoRoomForPadding { slack: 35, min: 41 }
+    );
+    // A change smaller than the alignment needs no padding pair at all.
+    let mut w = GgufWriter::from_gguf(&g);
+    w.set(&b"general.name"[..], Value::string(format!("{}!", &name[..name.len() - 1])));
+    assert_eq!(w.pad_to(data_offset).unwrap(), 0);
+}
