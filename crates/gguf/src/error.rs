@@ -669,11 +669,13 @@ impl Path {
         self.0.is_empty()
     }
 
-    pub(crate) fn push(&mut self, seg: PathSeg) {
+    /// Appends a segment (the sibling format crates build their paths with these).
+    pub fn push(&mut self, seg: PathSeg) {
         self.0.push(seg);
     }
 
-    pub(crate) fn with(mut self, seg: PathSeg) -> Path {
+    /// The path with one more segment.
+    pub fn with(mut self, seg: PathSeg) -> Path {
         self.0.push(seg);
         self
     }
@@ -701,8 +703,11 @@ pub enum PathSeg {
     },
     /// An array element.
     Element(u64),
-    /// A tensor dimension (`ne[j]`).
+    /// A tensor dimension in GGUF order (`ne[j]`, `ne[0]` the fastest-varying).
     Dim(u32),
+    /// A tensor dimension in row-major order, as `.llmw` stores them (`dims[j]`, `dims[0]`
+    /// the outermost).
+    RowMajorDim(u32),
     /// A named field of the enclosing item (`key`, `type`, `value`, `n_dims`, `offset`, …).
     Field(&'static str),
     /// The padding before the data section.
@@ -725,6 +730,7 @@ impl fmt::Display for Path {
                 PathSeg::Tensor { index, name: None } => write!(f, "{sep}tensor[{index}]")?,
                 PathSeg::Element(i) => write!(f, "[{i}]")?,
                 PathSeg::Dim(j) => write!(f, "{sep}ne[{j}]")?,
+                PathSeg::RowMajorDim(j) => write!(f, "{sep}dims[{j}]")?,
                 PathSeg::Field(name) => write!(f, "{sep}{name}")?,
                 PathSeg::Padding => write!(f, "{sep}padding")?,
             }

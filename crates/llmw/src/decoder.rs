@@ -320,7 +320,7 @@ impl Decoder {
             })),
             State::Meta => Self::meta_path(buf, index_u32(self.meta.len()), self.peek(buf)),
             State::Strings(p) => {
-                Self::meta_path(buf, p.index, Some(p.key)).with(PathSeg::Element(p.next))
+                Self::meta_path(buf, p.index, Some(p.key)).with(PathSeg::Element(p.next.into()))
             }
             State::Tensor => Self::tensor_path(buf, index_u32(self.tensors.len()), self.peek(buf)),
             State::Padding => Path::root().with(PathSeg::Padding),
@@ -374,11 +374,11 @@ impl Decoder {
     }
 
     fn meta_path(buf: &[u8], index: u32, key: Option<Span>) -> Path {
-        Path::root().with(PathSeg::Metadata { index, key: Self::name_of(buf, key) })
+        Path::root().with(PathSeg::Metadata { index: index.into(), key: Self::name_of(buf, key) })
     }
 
     fn tensor_path(buf: &[u8], index: u32, name: Option<Span>) -> Path {
-        Path::root().with(PathSeg::Tensor { index, name: Self::name_of(buf, name) })
+        Path::root().with(PathSeg::Tensor { index: index.into(), name: Self::name_of(buf, name) })
     }
 
     /// Where the decoder goes after finishing an item.
@@ -563,7 +563,7 @@ impl Decoder {
         let limits = self.opts.limits;
         let mut i = self.rest(buf);
         let elem_path = |p: &PendingStrings| {
-            Self::meta_path(buf, p.index, Some(p.key)).with(PathSeg::Element(p.next))
+            Self::meta_path(buf, p.index, Some(p.key)).with(PathSeg::Element(p.next.into()))
         };
         while p.next < p.len {
             match checked_string(buf, limits).parse(i) {
@@ -659,7 +659,7 @@ impl Decoder {
             field("dims")
         ));
         let dim_at = |j: usize| dims_at + 8 * j as u64;
-        let dim_path = |j: usize| path().with(PathSeg::Dim(j as u32));
+        let dim_path = |j: usize| path().with(PathSeg::RowMajorDim(j as u32));
         if let Some(j) = dims.iter().position(|&d| d == 0) {
             return Err(Error::new(ErrorKind::ZeroDim, dim_at(j), 8, dim_path(j)));
         }

@@ -486,86 +486,9 @@ impl ErrorKind {
     }
 }
 
-/// A logical location in a `.llmw` file, e.g. `tensor[7] "blk.0.attn_q.weight" dims[1]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Path(Vec<PathSeg>);
-
-impl Path {
-    /// The empty path (the file as a whole).
-    pub fn root() -> Path {
-        Path(Vec::new())
-    }
-
-    /// The segments, outermost first.
-    pub fn segments(&self) -> &[PathSeg] {
-        &self.0
-    }
-
-    /// True for the root path.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    pub(crate) fn with(mut self, seg: PathSeg) -> Path {
-        self.0.push(seg);
-        self
-    }
-}
-
-/// One step of a [`Path`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum PathSeg {
-    /// A field of the fixed header (`magic`, `version`, `tensor_count`, `meta_count`).
-    Header(&'static str),
-    /// The n-th metadata entry, with its key when it could be read.
-    Metadata {
-        /// Index in file order.
-        index: u32,
-        /// The key, lossily decoded.
-        key: Option<Box<str>>,
-    },
-    /// The n-th tensor info, with its name when it could be read.
-    Tensor {
-        /// Index in directory order.
-        index: u32,
-        /// The name, lossily decoded.
-        name: Option<Box<str>>,
-    },
-    /// An array element.
-    Element(u32),
-    /// A tensor dimension, row-major (`dims[0]` is the outermost).
-    Dim(u32),
-    /// A named field of the enclosing item (`key`, `tag`, `value`, `count`, `dtype`,
-    /// `n_dims`, `offset`, `size`, …).
-    Field(&'static str),
-    /// The padding between the directory and the data section.
-    Padding,
-}
-
-impl fmt::Display for Path {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, seg) in self.0.iter().enumerate() {
-            let sep = if i == 0 { "" } else { " " };
-            match seg {
-                PathSeg::Header(field) => write!(f, "{sep}header.{field}")?,
-                PathSeg::Metadata { index, key: Some(key) } => {
-                    write!(f, "{sep}metadata[{index}] {key:?}")?
-                }
-                PathSeg::Metadata { index, key: None } => write!(f, "{sep}metadata[{index}]")?,
-                PathSeg::Tensor { index, name: Some(name) } => {
-                    write!(f, "{sep}tensor[{index}] {name:?}")?
-                }
-                PathSeg::Tensor { index, name: None } => write!(f, "{sep}tensor[{index}]")?,
-                PathSeg::Element(i) => write!(f, "[{i}]")?,
-                PathSeg::Dim(j) => write!(f, "{sep}dims[{j}]")?,
-                PathSeg::Field(name) => write!(f, "{sep}{name}")?,
-                PathSeg::Padding => write!(f, "{sep}padding")?,
-            }
-        }
-        Ok(())
-    }
-}
+/// Paths are the GGUF parser's: the same segments and rendering (a `.llmw` dimension is a
+/// [`PathSeg::RowMajorDim`], `dims[j]`), so both formats' errors read alike.
+pub use sipllm_gguf::{Path, PathSeg};
 
 #[cfg(test)]
 mod tests {
@@ -579,7 +502,7 @@ mod tests {
         assert_eq!(p.to_string(), "metadata[12] \"tokenizer.tokens\"[5031]");
         let p = Path::root()
             .with(PathSeg::Tensor { index: 7, name: Some("blk.0.attn_q.weight".into()) })
-            .with(PathSeg::Dim(1));
+            .with(PathSeg::RowMajorDim(1));
         assert_eq!(p.to_string(), "tensor[7] \"blk.0.attn_q.weight\" dims[1]");
         // Control characters from the file are escaped, never printed raw.
         let p = Path::root().with(PathSeg::Metadata { index: 0, key: Some("a\x1b[2Jb".into()) });
