@@ -19,8 +19,13 @@
 //! Values from a parsed file are re-encoded in the writer's byte order; an array whose byte
 //! order and length width already match is copied verbatim (a 128k-token vocabulary is one
 //! `memcpy`).
+//!
+//! The header is produced whole ([`GgufWriter::header_bytes`]) or streamed into any
+//! [`io::Write`] ([`GgufWriter::write_header`]), so a caller writing a file needs no second
+//! copy of a multi-megabyte header in memory. The crate itself still opens no file.
 
 use std::borrow::Cow;
+use std::io;
 
 use crate::ast::Gguf;
 use crate::ggml::{GgmlType, SizeError, align_up, tensor_nbytes};
@@ -423,7 +428,7 @@ impl<'a> GgufWriter<'a> {
         self.encode(&mut counter, &[])?;
         match counter {
             Sink::Count(n) => Ok(n),
-            Sink::Bytes(_) => unreachable!("a counting sink stays one"),
+            Sink::Bytes(_) | Sink::Write { .. } => unreachable!("a counting sink stays one"),
         }
     }
 
@@ -458,7 +463,37 @@ impl<'a> GgufWriter<'a> {
         Ok(out)
     }
 
-    fn encode(&self, out: &mut Sink, offsets: &[u64]) -> Result<(), WriteError> {
+    /// Streams the header — exactly the bytes of [`header_bytes`](Self::header_bytes) — into
+    /// `w`, without holding it in memory; returns its length ([`Layout::header_len`]).
+    ///
+    /// Many small writes are made: give a buffered writer. A header that does not validate
+    /// (see [`layout`](Self::layout), which callers usually call first for the typed error) is
+    /// an [`io::ErrorKind::InvalidInput`] error wrapping the [`WriteError`]; nothing is
+    /// written then.
+    pub fn write_header<W: io::Write + ?Sized>(&self, w: &mut W) -> io::Result<u64> {
+        let invalid = |e: WriteError| io::Error::new(io::ErrorKind::InvalidInput, e);
+        let layout = self.layout().map_err(invalid)?;
+        let offsets: Vec<u64> =
+            layout.tensors.iter().map(|&(abs, _)| abs - layout.header_len).collect();
+        let mut w = w;
+        let mut sink = Sink::Write { w: &mut w, n: 0, err: None };
+        self.encode(&mut sink, &offsets).map_err(invalid)?;
+        let Sink::Write { n, err, .. } = sink else { unreachable!("a write sink stays one") };
+        if let Some(e) = err {
+            return Err(e);
+        }
+        // Zero padding up to the data section (less than one alignment unit).
+        let zeros = [0u8; 256];
+        let mut left = layout.header_len.saturating_sub(n);
+        while left > 0 {
+            let k = usize::try_from(left).map_or(zeros.len(), |l| l.min(zeros.len()));
+            w.write_all(zeros.get(..k).unwrap_or_default())?;
+            left -= k as u64;
+        }
+        Ok(layout.header_len)
+    }
+
+    fn encode(&self, out: &mut Sink<'_>, offsets: &[u64]) -> Result<(), WriteError> {
         let e = Enc { endian: self.endian };
         out.put(b"GGUF");
         e.u32(out, self.version);
@@ -502,17 +537,31 @@ fn check_array(key: &[u8], value: &Value<'_>) -> Result<(), WriteError> {
     Ok(())
 }
 
-/// Output: bytes, or just a count (to size the header before writing it).
-enum Sink {
+/// Output: bytes, a writer, or just a count (to size the header before writing it).
+enum Sink<'w> {
     Count(u64),
     Bytes(Vec<u8>),
+    /// A writer: bytes written so far, and the first error (later output is dropped).
+    Write {
+        w: &'w mut dyn io::Write,
+        n: u64,
+        err: Option<io::Error>,
+    },
 }
 
-impl Sink {
+impl Sink<'_> {
     fn put(&mut self, b: &[u8]) {
         match self {
             Sink::Count(n) => *n += b.len() as u64,
             Sink::Bytes(v) => v.extend_from_slice(b),
+            Sink::Write { w, n, err } => {
+                if err.is_none() {
+                    match w.write_all(b) {
+                        Ok(()) => *n += b.len() as u64,
+                        Err(e) => *err = Some(e),
+                    }
+                }
+            }
         }
     }
 }
@@ -532,20 +581,20 @@ macro_rules! put_num {
 }
 
 impl Enc {
-    fn u32(self, out: &mut Sink, v: u32) {
+    fn u32(self, out: &mut Sink<'_>, v: u32) {
         put_num!(self, out, v)
     }
 
-    fn u64(self, out: &mut Sink, v: u64) {
+    fn u64(self, out: &mut Sink<'_>, v: u64) {
         put_num!(self, out, v)
     }
 
-    fn string(self, out: &mut Sink, s: &[u8]) {
+    fn string(self, out: &mut Sink<'_>, s: &[u8]) {
         self.u64(out, s.len() as u64);
         out.put(s);
     }
 
-    fn value(self, out: &mut Sink, v: &Value<'_>) {
+    fn value(self, out: &mut Sink<'_>, v: &Value<'_>) {
         match v {
             Value::Uint8(x) => put_num!(self, out, x),
             Value::Int8(x) => put_num!(self, out, x),
@@ -568,7 +617,7 @@ impl Enc {
         }
     }
 
-    fn view(self, out: &mut Sink, a: &ArrayView<'_>) {
+    fn view(self, out: &mut Sink<'_>, a: &ArrayView<'_>) {
         self.u32(out, a.elem_type().code());
         self.u64(out, a.len());
         // Same byte order and 64-bit lengths: the stored elements are already what we would

@@ -92,6 +92,14 @@ fn every_canonical_corpus_file_is_rewritten_byte_for_byte() {
             };
             let swapped = rewrite(&gguf, &bytes, other);
             assert_eq!(swapped.len(), bytes.len());
+            // Streaming the header gives the same bytes as building it, in both byte orders.
+            for endian in [gguf.endian(), other] {
+                let w = GgufWriter::from_gguf(&gguf).endian(endian);
+                let mut streamed = Vec::new();
+                let n = w.write_header(&mut streamed).unwrap();
+                assert_eq!(n, streamed.len() as u64);
+                assert_eq!(streamed, w.header_bytes().unwrap(), "{}", path.display());
+            }
             let reparsed = parse(&swapped);
             assert_eq!(reparsed.endian(), other);
             assert_same_content(&gguf, &reparsed);
@@ -113,6 +121,10 @@ proptest! {
         let again = rewrite(&gguf, &bytes, gguf.endian());
         prop_assert!(again == bytes, "re-write differs");
         for endian in [Endian::Little, Endian::Big] {
+            let w = GgufWriter::from_gguf(&gguf).endian(endian);
+            let mut streamed = Vec::new();
+            w.write_header(&mut streamed).unwrap();
+            prop_assert_eq!(&streamed, &w.header_bytes().unwrap());
             let out = rewrite(&gguf, &bytes, endian);
             let reparsed = parse(&out);
             prop_assert_eq!(reparsed.endian(), endian);
@@ -307,4 +319,45 @@ fn pad_to_keeps_the_data_offset_for_in_place_edits() {
     let mut w = GgufWriter::from_gguf(&g);
     w.set(&b"general.name"[..], Value::string(format!("{}!", &name[..name.len() - 1])));
     assert_eq!(w.pad_to(data_offset).unwrap(), 0);
+}
+
+/// `write_header` streams: a writer that fails mid-header gets its error back; an invalid
+/// header is an `InvalidInput` error and nothing is written.
+#[test]
+fn write_header_reports_write_errors_and_invalid_headers() {
+    struct FailAfter(usize, Vec<u8>);
+    impl std::io::Write for FailAfter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.1.len() + buf.len() > self.0 {
+                return Err(std::io::Error::other("disk full"));
+            }
+            self.1.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let src = sipllm_gguf::builder::GgufBuilder::new()
+        .kv("general.name", sipllm_gguf::builder::Value::str("model"))
+        .tensor("t", GgmlType::F32, &[8])
+        .build();
+    let g = parse(&src);
+    let w = GgufWriter::from_gguf(&g);
+    let mut out = FailAfter(40, Vec::new());
+    let e = w.write_header(&mut out).unwrap_err();
+    assert_eq!(e.to_string(), "disk full");
+    assert!(out.1.len() <= 40);
+    // The full header fits: the same bytes as header_bytes.
+    let mut out = FailAfter(usize::MAX, Vec::new());
+    assert_eq!(w.write_header(&mut out).unwrap(), g.data_offset());
+    assert_eq!(out.1, &src[..g.data_offset() as usize]);
+
+    let mut bad = GgufWriter::from_gguf(&g);
+    bad.set(&b"general.alignment"[..], Value::Uint32(3));
+    let mut out = Vec::new();
+    let e = bad.write_header(&mut out).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    assert_eq!(e.to_string(), WriteError::BadAlignment.to_string());
+    assert!(out.is_empty());
 }
