@@ -245,6 +245,181 @@ pub enum StreamError {
         /// For arrays, the element index.
         index: Option<u64>,
     },
+    /// A shard of a split set does not exist (or is not among the files given).
+    #[error(
+        "split set {}: shard {} of {count} (split.no = {split_no}) is missing{}",
+        set.display(),
+        u32::from(*split_no) + 1,
+        missing_where(missing)
+    )]
+    SplitMissingShard {
+        /// The file the set was opened from (the first path given).
+        set: PathBuf,
+        /// Where the shard should be, when the path was derived from the shard names.
+        missing: Option<PathBuf>,
+        /// The missing shard's `split.no` (0-based; its file name counts from 1).
+        split_no: u16,
+        /// `split.count`.
+        count: u16,
+    },
+    /// A shard's file name and its `split.no`/`split.count` disagree.
+    #[error(
+        "{}: the file name says shard {name_number} of {name_count}, but the metadata says \
+         shard {} of {count} (split.no = {split_no}, split.count = {count})",
+        path.display(),
+        u32::from(*split_no) + 1
+    )]
+    SplitNameMismatch {
+        /// The shard.
+        path: PathBuf,
+        /// The shard number in the name (1-based).
+        name_number: u64,
+        /// The shard count in the name.
+        name_count: u64,
+        /// `split.no` (0-based).
+        split_no: u16,
+        /// `split.count`.
+        count: u16,
+    },
+    /// A shard's file name does not follow `<prefix>-NNNNN-of-NNNNN.gguf`, so the other shards
+    /// of its set cannot be found.
+    #[error(
+        "{}: the file is shard {} of {count} of a split set (split.no = {split_no}), but its \
+         name does not end in -NNNNN-of-NNNNN.gguf, so the other shards cannot be found",
+        path.display(),
+        u32::from(*split_no) + 1
+    )]
+    SplitBadName {
+        /// The shard.
+        path: PathBuf,
+        /// Its `split.no`.
+        split_no: u16,
+        /// Its `split.count`.
+        count: u16,
+    },
+    /// A split key has another value in this shard than in the first shard.
+    #[error("{}{key} is {found} here, but {expected} in {}", at(path), shown(reference))]
+    SplitKeyMismatch {
+        /// The shard that disagrees.
+        path: Option<PathBuf>,
+        /// The key (`split.count` or `split.tensors.count`).
+        key: &'static str,
+        /// The value in the reference shard.
+        expected: i64,
+        /// The value in this shard.
+        found: i64,
+        /// The reference shard (the first shard, or the first file given).
+        reference: Option<PathBuf>,
+    },
+    /// A split key is stored with another type than llama.cpp requires.
+    #[error(
+        "{}metadata key {key:?} has type {found}, but split files store it as {expected}",
+        at(path)
+    )]
+    SplitKeyType {
+        /// The file.
+        path: Option<PathBuf>,
+        /// The key.
+        key: &'static str,
+        /// The type llama.cpp requires (`UINT16`, `INT32`).
+        expected: &'static str,
+        /// The type found.
+        found: &'static str,
+    },
+    /// A shard lacks a split key every shard must have.
+    #[error("{}metadata key {key:?} is missing, but every shard of a split set has it", at(path))]
+    SplitKeyMissing {
+        /// The shard.
+        path: Option<PathBuf>,
+        /// The key.
+        key: &'static str,
+    },
+    /// A shard's `split.no` is not below `split.count`.
+    #[error("{}split.no is {split_no}, but split.count is {count}: it must be below it", at(path))]
+    SplitBadIndex {
+        /// The shard.
+        path: Option<PathBuf>,
+        /// `split.no`.
+        split_no: u16,
+        /// `split.count`.
+        count: u16,
+    },
+    /// Two files given for one set have the same `split.no`.
+    #[error(
+        "{} and {} are both shard {} of the set (split.no = {split_no})",
+        shown(first),
+        shown(second),
+        u32::from(*split_no) + 1
+    )]
+    SplitDuplicateShard {
+        /// The first file.
+        first: Option<PathBuf>,
+        /// The second file.
+        second: Option<PathBuf>,
+        /// Their `split.no`.
+        split_no: u16,
+    },
+    /// Two shards (or one shard twice) hold a tensor of the same name.
+    #[error("tensor {tensor:?} is in {} and again in {}", shown(first), shown(second))]
+    SplitDuplicateTensor {
+        /// The tensor's name.
+        tensor: String,
+        /// The shard that holds it first.
+        first: Option<PathBuf>,
+        /// The shard that holds it again.
+        second: Option<PathBuf>,
+    },
+    /// The shards hold another number of tensors than `split.tensors.count` says.
+    #[error(
+        "{}split.tensors.count says the set has {declared} tensors, but its {shards} shards hold \
+         {found}",
+        at(path)
+    )]
+    SplitTensorCount {
+        /// The first shard.
+        path: Option<PathBuf>,
+        /// `split.tensors.count`.
+        declared: i64,
+        /// Tensors found in all shards.
+        found: u64,
+        /// The number of shards.
+        shards: u16,
+    },
+    /// The file is not a split set (`split.count` is absent or at most 1).
+    #[error(
+        "{}not a split set: split.count is {}",
+        at(path),
+        count.map_or_else(|| "absent".to_owned(), |c| c.to_string())
+    )]
+    SplitNotASet {
+        /// The file.
+        path: Option<PathBuf>,
+        /// Its `split.count`, if any.
+        count: Option<u16>,
+    },
+    /// The file to split is itself a shard of a set.
+    #[error(
+        "{}: the file is already shard {} of {count} of a split set: merge the set first",
+        path.display(),
+        u32::from(*split_no) + 1
+    )]
+    SplitAlreadySplit {
+        /// The file.
+        path: PathBuf,
+        /// Its `split.no`.
+        split_no: u16,
+        /// Its `split.count`.
+        count: u16,
+    },
+    /// A split or merge that cannot be done as asked (a zero limit, more shards than
+    /// `split.count` can number, an empty shard, an output that is one of the inputs).
+    #[error("{}: {reason}", path.display())]
+    SplitRefused {
+        /// The input file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
 }
 
 fn at(path: &Option<PathBuf>) -> String {
@@ -287,6 +462,20 @@ fn magic_hint(found: &[u8; 4]) -> &'static str {
     }
 }
 
+fn shown(path: &Option<PathBuf>) -> String {
+    match path {
+        Some(p) => p.display().to_string(),
+        None => "the source".to_owned(),
+    }
+}
+
+fn missing_where(missing: &Option<PathBuf>) -> String {
+    match missing {
+        Some(p) => format!(": {} does not exist", p.display()),
+        None => ": it is not among the files given".to_owned(),
+    }
+}
+
 fn elem(index: Option<u64>) -> String {
     index.map(|i| format!("[{i}]")).unwrap_or_default()
 }
@@ -319,6 +508,19 @@ impl StreamError {
             StreamError::MetaType { .. } => "stream::meta::type_mismatch",
             StreamError::MetaRange { .. } => "stream::meta::out_of_range",
             StreamError::MetaUtf8 { .. } => "stream::meta::invalid_utf8",
+            StreamError::SplitMissingShard { .. } => "stream::split::missing_shard",
+            StreamError::SplitNameMismatch { .. } => "stream::split::name_mismatch",
+            StreamError::SplitBadName { .. } => "stream::split::bad_name",
+            StreamError::SplitKeyMismatch { .. } => "stream::split::key_mismatch",
+            StreamError::SplitKeyType { .. } => "stream::split::key_type",
+            StreamError::SplitKeyMissing { .. } => "stream::split::key_missing",
+            StreamError::SplitBadIndex { .. } => "stream::split::bad_index",
+            StreamError::SplitDuplicateShard { .. } => "stream::split::duplicate_shard",
+            StreamError::SplitDuplicateTensor { .. } => "stream::split::duplicate_tensor",
+            StreamError::SplitTensorCount { .. } => "stream::split::tensor_count",
+            StreamError::SplitNotASet { .. } => "stream::split::not_a_set",
+            StreamError::SplitAlreadySplit { .. } => "stream::split::already_split",
+            StreamError::SplitRefused { .. } => "stream::split::refused",
         }
     }
 
@@ -391,6 +593,47 @@ impl StreamError {
             StreamError::MetaUtf8 { .. } => "the writer stored raw bytes; read the value with \
                 `meta()` and `Text::as_bytes`."
                 .into(),
+            StreamError::SplitMissingShard { .. } => "a split set is only complete with every \
+                shard beside the first, named <prefix>-NNNNN-of-NNNNN.gguf as gguf-split wrote \
+                them: download or copy the missing file."
+                .into(),
+            StreamError::SplitNameMismatch { .. } => "a shard was renamed or copied over another: \
+                restore the names gguf-split gave (numbered from 1, while split.no counts from \
+                0), or open the files as an explicit list, which ignores names."
+                .into(),
+            StreamError::SplitBadName { .. } => "rename the shards to \
+                <prefix>-NNNNN-of-NNNNN.gguf (numbered from 1), or open them as an explicit list \
+                of paths."
+                .into(),
+            StreamError::SplitKeyMismatch { .. } => "the shards come from different splits (an \
+                older download mixed with a newer one?): fetch the whole set again."
+                .into(),
+            StreamError::SplitKeyType { .. } => "llama.cpp requires split.no and split.count as \
+                UINT16 and split.tensors.count as INT32; rewrite the keys with those types."
+                .into(),
+            StreamError::SplitKeyMissing { .. } => "every shard carries split.no and \
+                split.count, and the first also split.tensors.count: the file was not written by \
+                a split tool, or its keys were removed."
+                .into(),
+            StreamError::SplitBadIndex { .. } | StreamError::SplitDuplicateShard { .. } => "the \
+                shards' split.no values must be 0, 1, … split.count - 1, once each: a shard is \
+                corrupt or belongs to another set."
+                .into(),
+            StreamError::SplitDuplicateTensor { .. } => "a tensor may be in only one shard \
+                (llama.cpp rejects the set): a shard is duplicated or belongs to another set."
+                .into(),
+            StreamError::SplitTensorCount { .. } => "the shards do not add up to the model \
+                the first shard describes: a shard is truncated, from another set, or missing."
+                .into(),
+            StreamError::SplitNotASet { .. } => "open the file as a single model; merging and \
+                set operations need the first shard of a split set."
+                .into(),
+            StreamError::SplitAlreadySplit { .. } => "merge the set into one file (`sipllm \
+                merge`) and split that."
+                .into(),
+            StreamError::SplitRefused { .. } => "choose a limit that gives every shard at least \
+                one tensor and at most 65,535 shards, and an output that is not an input."
+                .into(),
         }
     }
 
@@ -399,7 +642,12 @@ impl StreamError {
         match self {
             StreamError::Open { path, .. }
             | StreamError::Create { path, .. }
-            | StreamError::Write { path, .. } => Some(path),
+            | StreamError::Write { path, .. }
+            | StreamError::SplitMissingShard { set: path, .. }
+            | StreamError::SplitNameMismatch { path, .. }
+            | StreamError::SplitBadName { path, .. }
+            | StreamError::SplitAlreadySplit { path, .. }
+            | StreamError::SplitRefused { path, .. } => Some(path),
             StreamError::Io { path, .. }
             | StreamError::UnexpectedEof { path, .. }
             | StreamError::Parse { path, .. }
@@ -407,7 +655,15 @@ impl StreamError {
             | StreamError::UnknownMagic { path, .. }
             | StreamError::TooShort { path, .. }
             | StreamError::OutOfBounds { path, .. }
-            | StreamError::TensorOutOfBounds { path, .. } => path.as_deref(),
+            | StreamError::TensorOutOfBounds { path, .. }
+            | StreamError::SplitKeyMismatch { path, .. }
+            | StreamError::SplitKeyType { path, .. }
+            | StreamError::SplitKeyMissing { path, .. }
+            | StreamError::SplitBadIndex { path, .. }
+            | StreamError::SplitTensorCount { path, .. }
+            | StreamError::SplitNotASet { path, .. } => path.as_deref(),
+            StreamError::SplitDuplicateShard { second, .. }
+            | StreamError::SplitDuplicateTensor { second, .. } => second.as_deref(),
             _ => None,
         }
     }
@@ -555,6 +811,86 @@ mod tests {
                 StreamError::DataLength { tensor: "t".into(), expected: 4, got: 5 },
                 "stream::write::data_length",
             ),
+            (
+                StreamError::SplitMissingShard {
+                    set: "m-00001-of-00003.gguf".into(),
+                    missing: Some("m-00002-of-00003.gguf".into()),
+                    split_no: 1,
+                    count: 3,
+                },
+                "stream::split::missing_shard",
+            ),
+            (
+                StreamError::SplitNameMismatch {
+                    path: "m-00003-of-00003.gguf".into(),
+                    name_number: 3,
+                    name_count: 3,
+                    split_no: 1,
+                    count: 3,
+                },
+                "stream::split::name_mismatch",
+            ),
+            (
+                StreamError::SplitBadName { path: "m.gguf".into(), split_no: 0, count: 3 },
+                "stream::split::bad_name",
+            ),
+            (
+                StreamError::SplitKeyMismatch {
+                    path: path.clone(),
+                    key: "split.count",
+                    expected: 3,
+                    found: 4,
+                    reference: None,
+                },
+                "stream::split::key_mismatch",
+            ),
+            (
+                StreamError::SplitKeyType {
+                    path: path.clone(),
+                    key: "split.no",
+                    expected: "UINT16",
+                    found: "UINT32",
+                },
+                "stream::split::key_type",
+            ),
+            (
+                StreamError::SplitKeyMissing { path: path.clone(), key: "split.no" },
+                "stream::split::key_missing",
+            ),
+            (
+                StreamError::SplitBadIndex { path: path.clone(), split_no: 3, count: 3 },
+                "stream::split::bad_index",
+            ),
+            (
+                StreamError::SplitDuplicateShard { first: None, second: None, split_no: 0 },
+                "stream::split::duplicate_shard",
+            ),
+            (
+                StreamError::SplitDuplicateTensor {
+                    tensor: "t".into(),
+                    first: path.clone(),
+                    second: Some("n.gguf".into()),
+                },
+                "stream::split::duplicate_tensor",
+            ),
+            (
+                StreamError::SplitTensorCount {
+                    path: path.clone(),
+                    declared: 6,
+                    found: 5,
+                    shards: 3,
+                },
+                "stream::split::tensor_count",
+            ),
+            (StreamError::SplitNotASet { path: None, count: None }, "stream::split::not_a_set"),
+            (
+                StreamError::SplitAlreadySplit { path: "m.gguf".into(), split_no: 0, count: 2 },
+                "stream::split::already_split",
+            ),
+            (
+                StreamError::SplitRefused { path: "m.gguf".into(), reason: "why".into() },
+                "stream::split::refused",
+            ),
         ];
         let mut codes: Vec<&str> = cases.iter().map(|(e, _)| e.code()).collect();
         for (err, code) in &cases {
@@ -578,6 +914,26 @@ mod tests {
             "tensor \"t\" of 18446744073709551615 bytes does not fit in memory"
         );
         assert_eq!(cases[11].0.to_string(), "metadata key \"k\"[3]: value -1 does not fit u8");
+        let split = |code: &str| {
+            cases.iter().map(|(e, _)| e).find(|e| e.code() == code).map(|e| e.to_string())
+        };
+        assert_eq!(
+            split("stream::split::missing_shard").unwrap(),
+            "split set m-00001-of-00003.gguf: shard 2 of 3 (split.no = 1) is missing: \
+             m-00002-of-00003.gguf does not exist"
+        );
+        assert_eq!(
+            split("stream::split::duplicate_shard").unwrap(),
+            "the source and the source are both shard 1 of the set (split.no = 0)"
+        );
+        assert_eq!(
+            split("stream::split::not_a_set").unwrap(),
+            "not a split set: split.count is absent"
+        );
+        assert_eq!(
+            split("stream::split::key_mismatch").unwrap(),
+            "m.gguf: split.count is 4 here, but 3 in the source"
+        );
     }
 
     #[test]

@@ -14,6 +14,8 @@
 //!   every tensor is checked to lie inside the file at open.
 //! * [`TensorStore`] is the format-neutral half (source + tensor list + name index + reads +
 //!   readahead) that every format's weight source embeds.
+//! * [`SplitFile`] ([`split`]) reads a split GGUF set (`model-00001-of-00004.gguf` …) as one
+//!   weight source; [`split::split_file`] and [`split::merge`] write and join sets.
 //! * [`toy`] makes a tiny llama-shaped model from a seed and writes it identically as GGUF and
 //!   `.llmw` (the seam equivalence tests and `sipllm make-toy` use it).
 //! * [`ReadAt`] is a positional byte source (offsets, no seek): [`FileBacking`] (pread by
@@ -58,6 +60,7 @@ mod meta;
 mod model;
 mod options;
 mod source;
+pub mod split;
 mod store;
 pub mod toy;
 mod window;
@@ -71,6 +74,7 @@ pub use meta::{FloatIter, FloatList, IntIter, IntList, Meta, MetaKind, StrIter, 
 pub use model::{Format, Model, open_model, open_model_from};
 pub use options::OpenOptions;
 pub use source::{TensorInfo, WeightSource};
+pub use split::SplitFile;
 pub use store::TensorStore;
 pub use window::{DEFAULT_WINDOW, HeaderStats};
 pub use write::{AtomicFile, GgufFileBuilder, TensorData, copy_range};

@@ -16,6 +16,7 @@ use crate::llmw_file::ModelFile;
 use crate::meta::{Meta, Text};
 use crate::options::OpenOptions;
 use crate::source::{TensorInfo, WeightSource};
+use crate::split::{SplitFile, SplitKeys};
 use crate::store::TensorStore;
 use crate::window::HeaderStats;
 
@@ -87,7 +88,8 @@ impl fmt::Display for Format {
 }
 
 /// A model file of any supported format, opened as a [`WeightSource`], with its format's
-/// details still reachable (the CLI inspects the parsed header).
+/// details still reachable (the CLI inspects the parsed header). A shard of a split GGUF set
+/// opens as the whole set ([`Model::Split`]).
 ///
 /// `impl WeightSource for Model` delegates to the variant, so a `Model` can be used directly;
 /// [`open_model`] boxes one.
@@ -98,6 +100,9 @@ pub enum Model {
     Gguf(GgufFile),
     /// A `.llmw` file.
     Llmw(ModelFile),
+    /// A split GGUF set (`split.count > 1`), opened from any of its shards: one weight source
+    /// over all of them.
+    Split(SplitFile),
 }
 
 impl Model {
@@ -105,19 +110,33 @@ impl Model {
     /// picks the format ([`Format::detect`]; the name is not consulted), then that format's
     /// opener reads the header through the refilling window with `options` (backend,
     /// readahead, window, and the format's parse options).
+    ///
+    /// A GGUF file whose `split.count` is above 1 is a shard of a split set: the other shards
+    /// are found from its name and the whole set opens as [`Model::Split`] (see
+    /// [`SplitFile::open`]), whichever shard `path` names. Split keys of the wrong type are
+    /// [`StreamError::SplitKeyType`], in any GGUF file.
     pub fn open(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Model, StreamError> {
         let path = path.as_ref();
         let backing = FileBacking::open(path, options.backend)?;
         // Like the headers, the magic is read with pread whatever the backend.
         let format = Format::detect(&backing.pread_view(), Some(path))?;
         Ok(match format {
-            Format::Gguf => Model::Gguf(GgufFile::from_backing(backing, options)?),
+            Format::Gguf => {
+                let file = GgufFile::from_backing(backing, options)?;
+                if SplitKeys::read(file.gguf(), Some(path))?.is_set() {
+                    Model::Split(SplitFile::from_shard(path, file, options)?)
+                } else {
+                    Model::Gguf(file)
+                }
+            }
             Format::Llmw => Model::Llmw(ModelFile::from_backing(backing, options)?),
         })
     }
 
     /// Opens a model held by any positional source, whatever its format.
-    /// `options.backend` does not apply.
+    /// `options.backend` does not apply. A source has no name to find sibling shards by, so a
+    /// shard of a split set opens as the single GGUF file it is; make a set of sources with
+    /// [`SplitFile::from_files`].
     pub fn from_source(
         source: impl ReadAt + 'static,
         options: &OpenOptions,
@@ -128,10 +147,10 @@ impl Model {
         })
     }
 
-    /// The file's format.
+    /// The file's format (a split set is [`Format::Gguf`]: its shards are GGUF files).
     pub fn format(&self) -> Format {
         match self {
-            Model::Gguf(_) => Format::Gguf,
+            Model::Gguf(_) | Model::Split(_) => Format::Gguf,
             Model::Llmw(_) => Format::Llmw,
         }
     }
@@ -141,14 +160,16 @@ impl Model {
         match self {
             Model::Gguf(f) => f,
             Model::Llmw(f) => f,
+            Model::Split(f) => f,
         }
     }
 
-    /// The GGUF file, for GGUF models.
+    /// The GGUF file, for single-file GGUF models (`None` for a split set: see
+    /// [`split`](Self::split)).
     pub fn gguf(&self) -> Option<&GgufFile> {
         match self {
             Model::Gguf(f) => Some(f),
-            Model::Llmw(_) => None,
+            Model::Llmw(_) | Model::Split(_) => None,
         }
     }
 
@@ -156,27 +177,39 @@ impl Model {
     pub fn llmw(&self) -> Option<&ModelFile> {
         match self {
             Model::Llmw(f) => Some(f),
-            Model::Gguf(_) => None,
+            Model::Gguf(_) | Model::Split(_) => None,
         }
     }
 
-    /// The tensor store (the source, its size, readahead).
+    /// The split set, for split GGUF models.
+    pub fn split(&self) -> Option<&SplitFile> {
+        match self {
+            Model::Split(f) => Some(f),
+            Model::Gguf(_) | Model::Llmw(_) => None,
+        }
+    }
+
+    /// The tensor store (the source, its size, readahead). A split set has one store per
+    /// shard; this is the first shard's (see [`SplitFile::shards`]).
     pub fn store(&self) -> &TensorStore {
         match self {
             Model::Gguf(f) => f.store(),
             Model::Llmw(f) => f.store(),
+            Model::Split(f) => f.first().store(),
         }
     }
 
-    /// What opening read.
+    /// What opening read (for a split set, summed over its shards:
+    /// [`SplitFile::header_stats`]).
     pub fn header_stats(&self) -> HeaderStats {
         match self {
             Model::Gguf(f) => f.header_stats(),
             Model::Llmw(f) => f.header_stats(),
+            Model::Split(f) => f.header_stats(),
         }
     }
 
-    /// The path given at open, for files.
+    /// The path given at open, for files (for a split set, the first shard's).
     pub fn path(&self) -> Option<&Path> {
         self.store().path()
     }
@@ -191,6 +224,12 @@ impl From<GgufFile> for Model {
 impl From<ModelFile> for Model {
     fn from(f: ModelFile) -> Model {
         Model::Llmw(f)
+    }
+}
+
+impl From<SplitFile> for Model {
+    fn from(f: SplitFile) -> Model {
+        Model::Split(f)
     }
 }
 
