@@ -247,7 +247,7 @@ pub enum StreamError {
     },
     /// A shard of a split set does not exist (or is not among the files given).
     #[error(
-        "split set {}: shard {} of {count} (split.no = {split_no}) is missing{}",
+        "{}: shard {} of {count} of the split set (split.no = {split_no}) is missing{}",
         set.display(),
         u32::from(*split_no) + 1,
         missing_where(missing)
@@ -919,7 +919,7 @@ mod tests {
         };
         assert_eq!(
             split("stream::split::missing_shard").unwrap(),
-            "split set m-00001-of-00003.gguf: shard 2 of 3 (split.no = 1) is missing: \
+            "m-00001-of-00003.gguf: shard 2 of 3 of the split set (split.no = 1) is missing: \
              m-00002-of-00003.gguf does not exist"
         );
         assert_eq!(

@@ -463,7 +463,7 @@ fn a_missing_shard_is_named() {
         assert_eq!(
             e.to_string(),
             format!(
-                "split set {}: shard 2 of 3 (split.no = 1) is missing: {} does not exist",
+                "{}: shard 2 of 3 of the split set (split.no = 1) is missing: {} does not exist",
                 p.display(),
                 paths[1].display()
             )
@@ -474,7 +474,7 @@ fn a_missing_shard_is_named() {
     assert_eq!(e.code(), "stream::split::missing_shard");
     assert!(
         e.to_string()
-            .ends_with("shard 2 of 3 (split.no = 1) is missing: it is not among the files given"),
+            .ends_with("shard 2 of 3 of the split set (split.no = 1) is missing: it is not among the files given"),
         "{e}"
     );
 }
