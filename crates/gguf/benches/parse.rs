@@ -35,6 +35,14 @@ fn bench_parse(c: &mut Criterion) {
             })
         });
         group.bench_function("floor_to_vec", |b| b.iter(|| black_box(black_box(&bytes).to_vec())));
+        // The floor a reader of a file pays: reading the header bytes from the page cache
+        // (what shared/notes/peer-bench.md calls floor-py-read).
+        let path =
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{label}.header"));
+        std::fs::write(&path, &bytes).unwrap();
+        group.bench_function("floor_read_file", |b| {
+            b.iter(|| black_box(std::fs::read(&path).unwrap()))
+        });
 
         group.bench_function("parse_whole_slice", |b| {
             b.iter(|| sipllm_gguf::parse_with(black_box(&bytes[..]), &opts).unwrap())

@@ -186,25 +186,34 @@ fn checked_string<'b>(
     enc: Encoding,
     limits: Limits,
 ) -> impl Parser<&'b [u8], Output = &'b [u8], Error = PErr<'b>> {
-    move |i: &'b [u8]| {
-        let (rest, len) = grammar::len_field(enc).parse(i)?;
-        let len_size = enc.len_size() as u64;
-        if len > limits.max_string_len {
-            return Err(PErr::fail(
-                i,
-                len_size,
-                ErrorKind::StringTooLong { len, max: limits.max_string_len },
-            ));
-        }
-        if offset_in(buf, rest).saturating_add(len) > limits.max_header_bytes {
-            return Err(PErr::fail(
-                i,
-                len_size,
-                ErrorKind::HeaderTooLarge { max: limits.max_header_bytes },
-            ));
-        }
-        grammar::bytes(len).parse(rest)
+    move |i: &'b [u8]| checked_string_at(buf, enc, &limits, i)
+}
+
+/// [`checked_string`] as a plain nom parser function (the vocabulary hot loop's).
+#[inline]
+fn checked_string_at<'b>(
+    buf: &'b [u8],
+    enc: Encoding,
+    limits: &Limits,
+    i: &'b [u8],
+) -> PResult<'b, &'b [u8]> {
+    let (rest, len) = grammar::len_field_at(enc, i)?;
+    let len_size = enc.len_size() as u64;
+    if len > limits.max_string_len {
+        return Err(PErr::fail(
+            i,
+            len_size,
+            ErrorKind::StringTooLong { len, max: limits.max_string_len },
+        ));
     }
+    if offset_in(buf, rest).saturating_add(len) > limits.max_header_bytes {
+        return Err(PErr::fail(
+            i,
+            len_size,
+            ErrorKind::HeaderTooLarge { max: limits.max_header_bytes },
+        ));
+    }
+    grammar::bytes_at(len, rest)
 }
 
 fn is_continuation(b: u8) -> bool {
@@ -224,7 +233,7 @@ fn on_char_boundaries(s: &[u8], rest: &[u8]) -> bool {
 fn first_invalid_string(run: &[u8], enc: Encoding) -> Option<(u64, &[u8])> {
     let mut i = run;
     let mut k = 0;
-    while let Ok((rest, s)) = grammar::string(enc).parse(i) {
+    while let Ok((rest, s)) = grammar::string_at(enc, i) {
         if std::str::from_utf8(s).is_err() {
             return Some((k, s));
         }
@@ -871,7 +880,7 @@ impl Decoder {
             if next == frame.len {
                 break None;
             }
-            match checked_string(buf, enc, limits).parse(i) {
+            match checked_string_at(buf, enc, &limits, i) {
                 Ok((rest, s)) => {
                     if check && !on_char_boundaries(s, rest) && std::str::from_utf8(s).is_err() {
                         problem = Some(Err(next));

@@ -104,17 +104,61 @@ pub(crate) fn u64_<'a>(enc: Encoding) -> impl Parser<&'a [u8], Output = u64, Err
 pub(crate) fn len_field<'a>(
     enc: Encoding,
 ) -> impl Parser<&'a [u8], Output = u64, Error = PErr<'a>> {
-    move |i: &'a [u8]| {
-        if enc.wide { u64_(enc).parse(i) } else { u32_(enc).map(u64::from).parse(i) }
-    }
+    move |i: &'a [u8]| len_field_at(enc, i)
+}
+
+/// [`len_field`] as a plain nom parser function: the vocabulary hot loop calls it once per
+/// string, and the generic combinator machinery did not inline there (it was half the parse).
+#[inline]
+pub(crate) fn len_field_at(enc: Encoding, i: &[u8]) -> PResult<'_, u64> {
+    let width = enc.len_size();
+    let Some((head, rest)) = i.split_at_checked(width) else {
+        return Err(incomplete(width - i.len()));
+    };
+    let mut word = [0u8; 8];
+    let v = match (enc.wide, enc.endian) {
+        (true, Endian::Little) => {
+            word.copy_from_slice(head);
+            u64::from_le_bytes(word)
+        }
+        (true, Endian::Big) => {
+            word.copy_from_slice(head);
+            u64::from_be_bytes(word)
+        }
+        (false, Endian::Little) => {
+            word[..4].copy_from_slice(head);
+            u64::from(u32::from_le_bytes([word[0], word[1], word[2], word[3]]))
+        }
+        (false, Endian::Big) => {
+            word[..4].copy_from_slice(head);
+            u64::from(u32::from_be_bytes([word[0], word[1], word[2], word[3]]))
+        }
+    };
+    Ok((rest, v))
 }
 
 /// `count` bytes, or `Incomplete` with exactly the number missing.
 pub(crate) fn bytes<'a>(count: u64) -> impl Parser<&'a [u8], Output = &'a [u8], Error = PErr<'a>> {
-    move |i: &'a [u8]| match usize::try_from(count) {
-        Ok(n) => nom::bytes::take(n).parse(i),
+    move |i: &'a [u8]| bytes_at(count, i)
+}
+
+/// [`bytes`] as a plain nom parser function (the hot loop's).
+#[inline]
+pub(crate) fn bytes_at(count: u64, i: &[u8]) -> PResult<'_, &[u8]> {
+    match usize::try_from(count) {
+        Ok(n) => match i.split_at_checked(n) {
+            Some((taken, rest)) => Ok((rest, taken)),
+            None => Err(incomplete(n - i.len())),
+        },
         // More than the address space: it can never be present.
         Err(_) => Err(nom::Err::Incomplete(nom::Needed::Unknown)),
+    }
+}
+
+fn incomplete<'a>(missing: usize) -> nom::Err<PErr<'a>> {
+    match std::num::NonZeroUsize::new(missing) {
+        Some(n) => nom::Err::Incomplete(nom::Needed::Size(n)),
+        None => nom::Err::Incomplete(nom::Needed::Unknown),
     }
 }
 
@@ -122,7 +166,14 @@ pub(crate) fn bytes<'a>(count: u64) -> impl Parser<&'a [u8], Output = &'a [u8], 
 pub(crate) fn string<'a>(
     enc: Encoding,
 ) -> impl Parser<&'a [u8], Output = &'a [u8], Error = PErr<'a>> {
-    len_field(enc).flat_map(bytes)
+    move |i: &'a [u8]| string_at(enc, i)
+}
+
+/// [`string`] as a plain nom parser function (what the value views iterate with).
+#[inline]
+pub(crate) fn string_at(enc: Encoding, i: &[u8]) -> PResult<'_, &[u8]> {
+    let (rest, len) = len_field_at(enc, i)?;
+    bytes_at(len, rest)
 }
 
 /// The fixed header: magic, version word, then the two counts in the file's encoding.

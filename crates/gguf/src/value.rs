@@ -429,7 +429,7 @@ fn next_element<'a>(
 ) -> Option<(MetaValue<'a>, &'a [u8])> {
     match ty {
         ValueType::String => {
-            let (rest, s) = grammar::string(enc).parse(rest).ok()?;
+            let (rest, s) = grammar::string_at(enc, rest).ok()?;
             Some((MetaValue::String(MetaStr(s)), rest))
         }
         ValueType::Array => {
@@ -528,7 +528,7 @@ impl<'a> Iterator for Strings<'a> {
         if self.remaining == 0 {
             return None;
         }
-        let (rest, s) = grammar::string(self.enc).parse(self.rest).ok()?;
+        let (rest, s) = grammar::string_at(self.enc, self.rest).ok()?;
         self.rest = rest;
         self.remaining -= 1;
         Some(MetaStr(s))
