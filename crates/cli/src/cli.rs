@@ -44,7 +44,35 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Print a shell completion script (e.g. `sipllm completions bash > sipllm.bash`).
     Completions(CompletionsArgs),
+    /// Edit a GGUF file's metadata and tensor names; tensor data is copied unchanged (or not
+    /// touched at all with --in-place).
+    ///
+    /// Edits apply in the order given. Nothing is written when any edit is invalid. The output
+    /// is re-opened and checked before the command reports success.
+    #[command(after_help = EDIT_HELP)]
+    Edit(EditArgs),
+    /// Convert a model between GGUF and .llmw (the output is the other format).
+    ///
+    /// Metadata the output format cannot hold is an error listing every such key, unless
+    /// --drop-unsupported. See docs/writer.md for the type mapping.
+    Convert(ConvertArgs),
+    /// Write the seeded toy model as DIR/toy.gguf and DIR/toy.llmw (the same model in both
+    /// formats).
+    MakeToy(MakeToyArgs),
 }
+
+/// Extra help for `edit`: the value syntax.
+const EDIT_HELP: &str = "\
+Values (TYPE: u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str):
+  --set 'general.name=str:My model'             str: the rest, verbatim (=, : and , too)
+  --set llama.rope.freq_base=f32:5e5            floats: 0.5, 1e-5, nan, inf
+  --set tokenizer.ggml.add_bos_token=bool:true  bools: true, false, 1, 0
+  --set-array 'general.tags=str:a\\,b,c'         split on ','; '\\,' is a comma, '\\\\' a backslash
+  --set-file tokenizer.chat_template=t.jinja    a string from a UTF-8 file
+  --delete general.description
+  --rename-tensor output.weight=lm_head.weight
+An interrupted --in-place edit leaves a header backup (.FILE.header-backup); `sipllm edit
+--recover FILE` restores the header from it. Documentation: docs/writer.md";
 
 /// When to color output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -230,6 +258,83 @@ pub enum HashKind {
     Sha256,
     /// XXH3-64 (16 hex digits): fast, not cryptographic.
     Xxh3,
+}
+
+/// `sipllm edit`.
+#[derive(Debug, Args)]
+pub struct EditArgs {
+    /// The GGUF file to edit.
+    pub file: PathBuf,
+
+    /// Write the edited model to OUT (replaced atomically if it exists; may be FILE itself).
+    #[arg(
+        short,
+        long,
+        value_name = "OUT",
+        required_unless_present_any = ["in_place", "recover"],
+        conflicts_with_all = ["in_place", "recover"]
+    )]
+    pub output: Option<PathBuf>,
+
+    /// Rewrite only FILE's header, in place: works when the new header fits in the space
+    /// before the data section (the data offset does not change).
+    #[arg(long)]
+    pub in_place: bool,
+
+    /// Restore FILE's header from the backup an interrupted --in-place edit left, then
+    /// remove the backup.
+    #[arg(
+        long,
+        conflicts_with_all = ["in_place", "set", "set_array", "set_file", "delete", "rename_tensor"]
+    )]
+    pub recover: bool,
+
+    /// Set KEY to a value: KEY=TYPE:VALUE (replaces the value in place, or appends the key).
+    #[arg(long, value_name = "KEY=TYPE:VALUE")]
+    pub set: Vec<String>,
+
+    /// Set KEY to an array: KEY=TYPE:V1,V2,... ('\,' is a literal comma).
+    #[arg(long, value_name = "KEY=TYPE:V1,V2,...")]
+    pub set_array: Vec<String>,
+
+    /// Set KEY to a string read from a UTF-8 file: KEY=PATH (e.g. a chat template).
+    #[arg(long, value_name = "KEY=PATH")]
+    pub set_file: Vec<String>,
+
+    /// Remove KEY (an error if FILE has no such key).
+    #[arg(long, value_name = "KEY")]
+    pub delete: Vec<String>,
+
+    /// Rename a tensor: OLD=NEW (an error if OLD is missing or NEW exists).
+    #[arg(long, value_name = "OLD=NEW")]
+    pub rename_tensor: Vec<String>,
+}
+
+/// `sipllm convert`.
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// The model to convert: GGUF or .llmw (recognised by its content).
+    pub input: PathBuf,
+
+    /// The output file, in the other format (replaced atomically if it exists).
+    pub output: PathBuf,
+
+    /// Leave out the metadata the output format cannot hold (listed on standard error)
+    /// instead of refusing.
+    #[arg(long)]
+    pub drop_unsupported: bool,
+}
+
+/// `sipllm make-toy`.
+#[derive(Debug, Args)]
+pub struct MakeToyArgs {
+    /// The seed of the weights (the same seed always gives the same bytes).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+
+    /// The directory to write toy.gguf and toy.llmw into (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: PathBuf,
 }
 
 /// `sipllm completions`.

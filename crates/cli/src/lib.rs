@@ -1,5 +1,6 @@
-//! The `sipllm` command-line tool: inspect, validate, list, read and verify GGUF and `.llmw`
-//! model files. See `docs/cli.md` for every command, the JSON schema and the exit codes.
+//! The `sipllm` command-line tool: inspect, validate, list, read, verify, edit and convert
+//! GGUF and `.llmw` model files. See `docs/cli.md` for every command, the JSON schema and the
+//! exit codes, and `docs/writer.md` for `edit` and `convert`.
 //!
 //! The binary (`src/main.rs`) only calls [`run`]. The modules:
 //!
@@ -12,6 +13,8 @@
 //! | [`render`] | escaping, the hex window, value abbreviation, tables, JSON |
 //! | [`commands`] | one module per command |
 //! | [`glob`] | the `--filter` matcher |
+//! | [`values`] | the `edit` value syntax (`KEY=TYPE:VALUE`, arrays) |
+//! | [`keys`] | the GGUF types llama.cpp reads well-known keys as |
 //!
 //! Invariants: nothing read from a file reaches the terminal unescaped
 //! ([`render::escape`]); no input makes the program panic (a panic would exit with 101, which
@@ -24,14 +27,16 @@ use std::ffi::OsString;
 use std::io::{self, IsTerminal, Write};
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 
 pub mod cli;
 pub mod commands;
 pub mod diagnostic;
 pub mod glob;
+pub mod keys;
 pub mod open;
 pub mod render;
+pub mod values;
 pub mod view;
 
 use cli::{Cli, ColorChoice, Command};
@@ -104,8 +109,13 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(args) {
-        Ok(cli) => cli,
+    // The matches are kept beside the typed arguments: `edit` needs the order of its
+    // repeated options across option names (`ArgMatches::indices_of`).
+    let parsed = Cli::command()
+        .try_get_matches_from(args)
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let (cli, matches) = match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
             // `--help` and `--version` exit 0; usage errors exit 2.
             let _ = e.print();
@@ -120,6 +130,9 @@ where
         Command::Read(args) => commands::read::run(args, &ctx),
         Command::Verify(args) => commands::verify::run(args, &ctx),
         Command::Completions(args) => commands::completions::run(args),
+        Command::Edit(args) => commands::edit::run(args, matches.subcommand_matches("edit"), &ctx),
+        Command::Convert(args) => commands::convert::run(args, &ctx),
+        Command::MakeToy(args) => commands::make_toy::run(args),
     };
     match result {
         Ok(exit) => exit.into(),

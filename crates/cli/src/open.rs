@@ -7,12 +7,14 @@
 //! tensors through, plus the parsed header each format's inspection needs.
 
 use std::fmt;
+use std::fs::File;
 use std::path::Path;
 
 use sipllm_gguf::{Gguf, ParseOptions, Profile};
 use sipllm_llmw::Llmw;
 use sipllm_streaming::{
-    Backend, FileBacking, MemSource, Model, OpenOptions, StreamError, WeightSource, read_header,
+    Backend, FileBacking, GgufFile, MemSource, Model, ModelFile, OpenOptions, StreamError,
+    WeightSource, read_header,
 };
 
 pub use sipllm_streaming::Format;
@@ -161,4 +163,27 @@ pub fn open_sample(settings: &OpenSettings) -> Result<Opened, StreamError> {
         file_size: SAMPLE.len() as u64,
         parsed: Parsed::Model(Box::new(model)),
     })
+}
+
+/// Opens `path` (strict profile) for a command that writes a model from it (`edit`,
+/// `convert`): one [`File`] — read-only, or read-write when `write` — that the returned
+/// [`Model`] reads its header through and the caller copies tensor data from. Both therefore
+/// see the same file, even if `path` is replaced meanwhile (an output renamed over its input).
+pub fn open_with_file(path: &Path, write: bool) -> Result<(File, Model), StreamError> {
+    let open_err = |source| StreamError::Open { path: path.to_path_buf(), source };
+    let file = File::options().read(true).write(write).open(path).map_err(open_err)?;
+    let backing =
+        FileBacking::from_file(file.try_clone().map_err(open_err)?, path, Backend::Pread)?;
+    let options = OpenSettings::default().options();
+    let model = match Format::detect(&backing, Some(path))? {
+        Format::Gguf => Model::from(GgufFile::from_backing(backing, &options)?),
+        Format::Llmw => Model::from(ModelFile::from_backing(backing, &options)?),
+        other => {
+            return Err(StreamError::UnknownMagic {
+                path: Some(path.to_path_buf()),
+                found: other.magic(),
+            });
+        }
+    };
+    Ok((file, model))
 }

@@ -13,7 +13,10 @@ use crate::render::escape;
 use crate::{Ctx, Exit};
 
 pub mod completions;
+pub mod convert;
+pub mod edit;
 pub mod inspect;
+pub mod make_toy;
 pub mod read;
 pub mod tensors;
 pub mod validate;

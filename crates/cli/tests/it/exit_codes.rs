@@ -45,7 +45,17 @@ fn valid_invalid_and_missing_files() {
     // --help and --version succeed.
     assert_eq!(sipllm(&dir, &["--help"]).code, Some(0));
     assert_eq!(sipllm(&dir, &["--version"]).code, Some(0));
-    for cmd in ["inspect", "validate", "tensors", "read", "verify", "completions"] {
+    for cmd in [
+        "inspect",
+        "validate",
+        "tensors",
+        "read",
+        "verify",
+        "completions",
+        "edit",
+        "convert",
+        "make-toy",
+    ] {
         let help = sipllm(&dir, &[cmd, "--help"]);
         assert_eq!(help.code, Some(0));
         assert!(help.stdout.contains("Usage: sipllm"), "{cmd} --help:\n{}", help.stdout);

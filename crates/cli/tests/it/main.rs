@@ -6,10 +6,14 @@
 //! * `exit_codes`: the 0/1/2 contract, and that nothing exits 101 (a panic);
 //! * `corpus`: `inspect --json` against the reference reader's view of every corpus file;
 //! * `commands`: `read`, `verify`, `tensors`, `completions`, `.llmw` files;
+//! * `edit`: `edit` out of place and in place, every refusal, crashes and recovery;
+//! * `convert`: `convert` round trips and refusals, and `make-toy`;
 //! * `terminal`: colors and binary output on a pseudo-terminal.
 
 mod commands;
+mod convert;
 mod corpus;
+mod edit;
 mod exit_codes;
 mod files;
 mod golden;

@@ -1,0 +1,1066 @@
+//! `sipllm edit FILE (-o OUT | --in-place | --recover) [--set …] [--set-array …]
+//! [--set-file …] [--delete …] [--rename-tensor …]`: metadata edits and tensor renames on a
+//! GGUF file, without touching tensor data.
+//!
+//! 1. **Parse every edit** (the value syntax is in [`crate::values`]), reading `--set-file`
+//!    files, before anything is opened for writing.
+//! 2. **Open FILE** (strict profile) through one file descriptor ([`open_with_file`]); a
+//!    `.llmw` file is refused with a pointer to `convert`.
+//! 3. **Plan**: [`GgufWriter::from_gguf`] over FILE's whole header, then each edit in the order
+//!    given on the command line ([`apply`]): `--set`/`--set-array`/`--set-file` replace a
+//!    value in place or append the key; `--delete` of a missing key, `--rename-tensor` of a
+//!    missing tensor or onto an existing name are errors; `general.alignment` must stay a
+//!    `u32` power of two (and unchanged in place); `sipllm.header_padding` is reserved.
+//!    Validation ends with the writer's layout: nothing has been created yet.
+//! 4. **Out of place** (`-o OUT`; OUT may be FILE): the padding pair of an earlier in-place
+//!    edit is removed (the output is canonical), and the streaming crate's
+//!    [`GgufFileBuilder`] writes the new header and copies every tensor's bytes from FILE
+//!    (`copy_file_range`, holes kept) into a temporary file beside OUT. The temporary is
+//!    re-opened and checked ([`check_written`]) and only then renamed over OUT: OUT is the old
+//!    file (or absent) until the new one is complete, checked and synced.
+//! 5. **In place** (`--in-place`): [`GgufWriter::pad_to`] makes the new header end exactly at
+//!    FILE's data offset (adding a padding pair if it shrank) or says how many bytes are
+//!    missing; the tensors must already lie where the new header puts them. Then the
+//!    crash-safe sequence of [`backup`]: the old header region is saved to a sidecar
+//!    (`.NAME.header-backup`, synced, renamed into place), the new header is written over the
+//!    old one and synced, the sidecar is removed. A crash in between leaves the sidecar; every
+//!    later `edit` of FILE refuses until `sipllm edit --recover FILE` puts the old header back.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use clap::ArgMatches;
+use sipllm_gguf::writer::Value;
+use sipllm_gguf::{GgmlType, Gguf, GgufWriter, Limits, PADDING_KEY, ValueType, WriteError};
+use sipllm_streaming::write::{AtomicFile, BuildStats, GgufFileBuilder, TensorData};
+use sipllm_streaming::{
+    Backend, FileBacking, GgufFile, Model, OpenOptions, StreamError, WeightSource,
+};
+
+use crate::cli::EditArgs;
+use crate::commands::{report_open_error, usage_error};
+use crate::open::open_with_file;
+use crate::render::escape::{self, Style};
+use crate::render::value::{group, type_name};
+use crate::{Ctx, Exit, keys, values};
+
+/// GGUF tensor names must be shorter than this (llama.cpp's `GGML_MAX_NAME`, NUL included).
+const MAX_NAME: usize = 64;
+
+/// Bytes compared at each end of every tensor when checking a written file.
+pub const SAMPLE: u64 = 4096;
+
+/// One edit, as given on the command line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Edit {
+    /// `--set`, `--set-array`, `--set-file`: replace or append a pair.
+    Set {
+        /// The key.
+        key: String,
+        /// The new value.
+        value: Value<'static>,
+        /// The file a `--set-file` value was read from.
+        from: Option<PathBuf>,
+    },
+    /// `--delete KEY`.
+    Delete {
+        /// The key.
+        key: String,
+    },
+    /// `--rename-tensor OLD=NEW`.
+    RenameTensor {
+        /// The current name.
+        old: String,
+        /// The new name.
+        new: String,
+    },
+}
+
+/// Runs `edit`. `matches` (the subcommand's) gives the order of the edit options; without it
+/// they apply grouped by option.
+pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Result<Exit> {
+    if args.recover {
+        return recover(&args.file);
+    }
+    if let Some(msg) = backup::pending(&args.file, "") {
+        return Ok(usage_error(&msg));
+    }
+    if let Some(out) = &args.output
+        && let Some(msg) = backup::pending(out, "the output ")
+    {
+        return Ok(usage_error(&msg));
+    }
+    let edits = match parse_edits(args, matches) {
+        Ok(edits) => edits,
+        Err(errors) => {
+            for e in &errors {
+                usage_error(e);
+            }
+            return Ok(Exit::Trouble);
+        }
+    };
+    if args.in_place && edits.is_empty() {
+        return Ok(usage_error(
+            "nothing to edit: give --set, --set-array, --set-file, --delete or --rename-tensor",
+        ));
+    }
+    let (file, model) = match open_with_file(&args.file, args.in_place) {
+        Ok(opened) => opened,
+        Err(e) => return Ok(report_open_error(&args.file, &e, ctx)),
+    };
+    let name = display(&args.file);
+    if model.gguf().is_none() {
+        return Ok(usage_error(&format!(
+            "{name} is a .llmw file; `edit` edits GGUF files. Convert it first \
+             (`sipllm convert {name} model.gguf`), edit that, and convert back if needed"
+        )));
+    }
+    match &args.output {
+        Some(out) => out_of_place(&args.file, model, &file, edits, out),
+        None => in_place(&args.file, model, &file, edits),
+    }
+}
+
+/// The edits in command-line order, or every argument that is wrong.
+pub fn parse_edits(
+    args: &EditArgs,
+    matches: Option<&ArgMatches>,
+) -> Result<Vec<Edit>, Vec<String>> {
+    type Parser = fn(&str) -> Result<Edit, String>;
+    let groups: [(&str, &str, &[String], Parser); 5] = [
+        ("set", "--set", &args.set, |s| {
+            values::parse_set(s).map(|(key, value)| Edit::Set { key, value, from: None })
+        }),
+        ("set_array", "--set-array", &args.set_array, |s| {
+            values::parse_set_array(s).map(|(key, value)| Edit::Set { key, value, from: None })
+        }),
+        ("set_file", "--set-file", &args.set_file, parse_set_file),
+        ("delete", "--delete", &args.delete, |s| {
+            if s.is_empty() {
+                Err("\"\": the key is empty".to_owned())
+            } else {
+                Ok(Edit::Delete { key: s.to_owned() })
+            }
+        }),
+        ("rename_tensor", "--rename-tensor", &args.rename_tensor, parse_rename),
+    ];
+    let mut all: Vec<(usize, Result<Edit, String>)> = Vec::new();
+    for (rank, (id, flag, items, parse)) in groups.into_iter().enumerate() {
+        let indices: Vec<usize> =
+            matches.and_then(|m| m.indices_of(id)).map(|i| i.collect()).unwrap_or_default();
+        for (n, item) in items.iter().enumerate() {
+            let at = indices.get(n).copied().unwrap_or(rank * 1_000_000 + n);
+            all.push((at, parse(item).map_err(|e| format!("{flag} {e}"))));
+        }
+    }
+    all.sort_by_key(|(at, _)| *at);
+    let mut edits = Vec::with_capacity(all.len());
+    let mut errors = Vec::new();
+    for (_, r) in all {
+        match r {
+            Ok(e) => edits.push(e),
+            Err(e) => errors.push(e),
+        }
+    }
+    if errors.is_empty() { Ok(edits) } else { Err(errors) }
+}
+
+fn quoted(s: &str) -> String {
+    escape::quoted(s.as_bytes())
+}
+
+fn display(p: &Path) -> String {
+    escape::str(&p.display().to_string()).into_owned()
+}
+
+/// `--set-file KEY=PATH`: the file's bytes as a string value; they must be UTF-8 and within
+/// the parser's string limit (or the edited file would not re-open).
+fn parse_set_file(spec: &str) -> Result<Edit, String> {
+    let (key, path) = values::split_key(spec, "KEY=PATH, e.g. tokenizer.chat_template=t.jinja")?;
+    let path = PathBuf::from(path);
+    let what = || format!("{}: {}", quoted(spec), display(&path));
+    let max = Limits::default().max_string_len;
+    let meta = std::fs::metadata(&path).map_err(|e| format!("{}: cannot read it: {e}", what()))?;
+    if meta.is_dir() {
+        return Err(format!("{}: is a directory, not a file", what()));
+    }
+    if meta.len() > max {
+        return Err(format!(
+            "{}: {} bytes; a GGUF string may hold at most {} bytes",
+            what(),
+            group(meta.len()),
+            group(max)
+        ));
+    }
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: cannot read it: {e}", what()))?;
+    if let Err(e) = std::str::from_utf8(&bytes) {
+        return Err(format!(
+            "{}: not UTF-8 text (invalid byte at offset {}); GGUF strings are UTF-8",
+            what(),
+            e.valid_up_to()
+        ));
+    }
+    Ok(Edit::Set { key: key.to_owned(), value: Value::String(Cow::Owned(bytes)), from: Some(path) })
+}
+
+/// `--rename-tensor OLD=NEW`.
+fn parse_rename(spec: &str) -> Result<Edit, String> {
+    let (old, new) = values::split_key(spec, "OLD=NEW, e.g. output.weight=lm_head.weight")?;
+    if new.is_empty() {
+        return Err(format!("{}: the new name is empty", quoted(spec)));
+    }
+    if new.len() >= MAX_NAME {
+        return Err(format!(
+            "{}: the new name is {} bytes; GGUF tensor names are at most {} bytes (llama.cpp's \
+             limit)",
+            quoted(spec),
+            new.len(),
+            MAX_NAME - 1
+        ));
+    }
+    if new.contains('\0') {
+        return Err(format!("{}: the new name contains a NUL byte", quoted(spec)));
+    }
+    Ok(Edit::RenameTensor { old: old.to_owned(), new: new.to_owned() })
+}
+
+/// Where the edited header goes: a new file, or over the old header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A new file: anything goes, the data moves with the header.
+    OutOfPlace,
+    /// The header is rewritten in place: the alignment (so every tensor's offset) must stay.
+    InPlace {
+        /// The file's alignment.
+        alignment: u32,
+    },
+}
+
+/// What applying the edits did: one summary line per edit, and notes for standard error.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// `set KEY = VALUE (TYPE; was …)`, `deleted KEY`, `renamed tensor …`.
+    pub lines: Vec<String>,
+    /// Warnings (a well-known key given a type llama.cpp does not read it as).
+    pub notes: Vec<String>,
+}
+
+/// Applies `edits` to `writer` in order. The first edit that cannot apply is the error.
+pub fn apply(
+    writer: &mut GgufWriter<'_>,
+    edits: Vec<Edit>,
+    mode: Mode,
+    file: &str,
+) -> Result<Applied, String> {
+    let mut applied = Applied::default();
+    let mut set_keys: Vec<String> = Vec::new();
+    for edit in edits {
+        match edit {
+            Edit::Set { key, value, from } => {
+                if key == PADDING_KEY {
+                    return Err(format!(
+                        "the key {} is reserved: sipllm uses it to pad headers edited in place",
+                        quoted(&key)
+                    ));
+                }
+                if key == "general.alignment" {
+                    check_alignment(&value, mode)?;
+                }
+                let was = writer.get(key.as_bytes()).map(render);
+                let mut line =
+                    format!("set {} = {} ({}", quoted(&key), render(&value), type_label(&value));
+                if let Some(path) = &from {
+                    let _ = write!(line, ", from {}", display(path));
+                }
+                match was {
+                    Some(old) => {
+                        let _ = write!(line, "; was {old})");
+                    }
+                    None => line.push_str("; new key)"),
+                }
+                applied.lines.push(line);
+                set_keys.push(key.clone());
+                writer.set(key.into_bytes(), value);
+            }
+            Edit::Delete { key } => {
+                if key == "general.alignment"
+                    && let Mode::InPlace { alignment } = mode
+                    && alignment != sipllm_gguf::DEFAULT_ALIGNMENT
+                {
+                    return Err(format!(
+                        "deleting general.alignment would change the alignment from {alignment} \
+                         to {}, which moves every tensor's data; in place only the header is \
+                         rewritten. Use -o OUT to write a new file",
+                        sipllm_gguf::DEFAULT_ALIGNMENT
+                    ));
+                }
+                if !writer.remove(key.as_bytes()) {
+                    return Err(format!(
+                        "--delete {}: {file} has no such key (`sipllm inspect --no-tensors {file}` \
+                         lists its keys)",
+                        quoted(&key)
+                    ));
+                }
+                applied.lines.push(format!("deleted {}", quoted(&key)));
+            }
+            Edit::RenameTensor { old, new } => {
+                let tensors = writer.tensors_mut();
+                if tensors.iter().any(|t| t.name.as_ref() == new.as_bytes()) {
+                    return Err(format!(
+                        "--rename-tensor {}: a tensor named {} already exists",
+                        quoted(&format!("{old}={new}")),
+                        quoted(&new)
+                    ));
+                }
+                let Some(t) = tensors.iter_mut().find(|t| t.name.as_ref() == old.as_bytes()) else {
+                    return Err(format!(
+                        "--rename-tensor {}: {file} has no tensor named {} (`sipllm tensors \
+                         {file}` lists them)",
+                        quoted(&format!("{old}={new}")),
+                        quoted(&old)
+                    ));
+                };
+                t.name = Cow::Owned(new.clone().into_bytes());
+                applied.lines.push(format!("renamed tensor {} -> {}", quoted(&old), quoted(&new)));
+            }
+        }
+    }
+    // Type notes, against the architecture after the edits.
+    let arch = match writer.get(b"general.architecture") {
+        Some(Value::String(s)) => std::str::from_utf8(s).ok().map(str::to_owned),
+        _ => None,
+    };
+    for (key, value) in writer.kvs() {
+        let Ok(key) = std::str::from_utf8(key) else { continue };
+        if !set_keys.iter().any(|k| k == key) {
+            continue;
+        }
+        let Some(expected) = keys::expected(key, arch.as_deref()) else { continue };
+        if !expected.accepts(value.value_type(), elem_type(value)) {
+            applied.notes.push(format!(
+                "llama.cpp reads {} as {}, not {}: the file will not load there",
+                quoted(key),
+                expected.describe(),
+                type_label(value)
+            ));
+        }
+    }
+    Ok(applied)
+}
+
+fn check_alignment(value: &Value<'_>, mode: Mode) -> Result<(), String> {
+    let Value::Uint32(a) = value else {
+        return Err(format!(
+            "general.alignment must be a u32 power of two (e.g. general.alignment=u32:64), not \
+             {}",
+            type_label(value)
+        ));
+    };
+    if !a.is_power_of_two() {
+        return Err(format!("general.alignment must be a power of two, not {a}"));
+    }
+    if let Mode::InPlace { alignment } = mode
+        && *a != alignment
+    {
+        return Err(format!(
+            "changing general.alignment from {alignment} to {a} moves every tensor's data; in \
+             place only the header is rewritten. Use -o OUT to write a new file"
+        ));
+    }
+    Ok(())
+}
+
+fn elem_type(v: &Value<'_>) -> Option<ValueType> {
+    match v {
+        Value::Array { elem_type, .. } => Some(*elem_type),
+        Value::View(a) => Some(a.elem_type()),
+        _ => None,
+    }
+}
+
+/// `UINT32`, `ARRAY of STRING`.
+fn type_label(v: &Value<'_>) -> String {
+    match elem_type(v) {
+        Some(e) => format!("ARRAY of {}", e.name()),
+        None => v.value_type().name().to_owned(),
+    }
+}
+
+/// A value on one line: scalars exact, strings escaped and cut after 48 characters, arrays
+/// as their length and element type and as many elements as fit in about 64 characters.
+fn render(v: &Value<'_>) -> String {
+    match v {
+        Value::Uint8(x) => x.to_string(),
+        Value::Int8(x) => x.to_string(),
+        Value::Uint16(x) => x.to_string(),
+        Value::Int16(x) => x.to_string(),
+        Value::Uint32(x) => x.to_string(),
+        Value::Int32(x) => x.to_string(),
+        Value::Uint64(x) => x.to_string(),
+        Value::Int64(x) => x.to_string(),
+        Value::Float32(x) => format!("{x:?}"),
+        Value::Float64(x) => format!("{x:?}"),
+        Value::Bool(b) => b.to_string(),
+        Value::String(s) => {
+            let mut out = String::from("\"");
+            if escape::push(&mut out, s, Style::Quoted, 48) {
+                let _ = write!(out, "…\" ({} bytes)", group(s.len() as u64));
+            } else {
+                out.push('"');
+            }
+            out
+        }
+        Value::Array { elem_type, elems } => {
+            let mut out = format!("[{} × {}]", group(elems.len() as u64), elem_type.name());
+            for (i, e) in elems.iter().enumerate() {
+                let piece = render(e);
+                if out.chars().count() + piece.chars().count() > 64 {
+                    out.push_str(", …");
+                    break;
+                }
+                out.push_str(if i == 0 { " " } else { ", " });
+                out.push_str(&piece);
+            }
+            out
+        }
+        Value::View(a) => format!("[{} × {}]", group(a.len()), a.elem_type().name()),
+    }
+}
+
+/// A writer error as a sentence.
+fn writer_error(e: &WriteError) -> String {
+    escape::str(&e.to_string()).into_owned()
+}
+
+/// One tensor of the plan: where its bytes come from and where they must end up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Planned {
+    /// Name in the output.
+    pub name: String,
+    /// Type.
+    pub ggml_type: GgmlType,
+    /// Row-major shape.
+    pub shape: Vec<u64>,
+    /// Byte size.
+    pub nbytes: u64,
+    /// Absolute offset in the source.
+    pub from: u64,
+    /// Absolute offset in the output.
+    pub to: u64,
+}
+
+fn plan_tensors(
+    writer: &GgufWriter<'_>,
+    source: &Gguf<Vec<u8>>,
+    layout: &sipllm_gguf::Layout,
+) -> Vec<Planned> {
+    writer
+        .tensors()
+        .iter()
+        .zip(source.tensor_infos())
+        .zip(&layout.tensors)
+        .map(|((t, src), &(to, nbytes))| Planned {
+            name: String::from_utf8_lossy(&t.name).into_owned(),
+            ggml_type: t.ggml_type,
+            shape: t.dims.iter().rev().copied().collect(),
+            nbytes,
+            from: src.abs_offset(),
+            to,
+        })
+        .collect()
+}
+
+/// What the out-of-place write produced, before its check.
+struct Written {
+    tmp: AtomicFile,
+    planned: Vec<Planned>,
+    /// Header length and XXH3 of the header as the writer produced it.
+    header: (u64, u64),
+    applied: Applied,
+    /// Header length and key count before and after.
+    before: (u64, usize),
+    after: (u64, usize),
+    stats: BuildStats,
+}
+
+/// The out-of-place edit: plan, write a temporary beside `out`, drop the source header,
+/// check the temporary, rename it over `out`.
+fn out_of_place(
+    path: &Path,
+    model: Model,
+    file: &File,
+    edits: Vec<Edit>,
+    out: &Path,
+) -> io::Result<Exit> {
+    let name = display(path);
+    let out_name = display(out);
+    if out.is_dir() {
+        return Ok(usage_error(&format!("-o {out_name}: is a directory; give a file name")));
+    }
+    let written = match write_edited(&name, &model, file, edits, out) {
+        Ok(w) => w,
+        Err(exit) => return Ok(exit),
+    };
+    // The source's header is not needed any more: the check's re-open must not hold a second
+    // copy beside it (peak memory stays about one header).
+    drop(model);
+    let Written { tmp, planned, header, applied, before, after, stats } = written;
+    if let Err(msg) = check_written(&tmp, out, header, &planned, file) {
+        return Ok(usage_error(&format!(
+            "the written file failed its check, so {out_name} was not replaced: {msg}"
+        )));
+    }
+    if let Err(e) = tmp.commit() {
+        return Ok(usage_error(&format!("cannot move the new file into place at {out_name}: {e}")));
+    }
+
+    let mut o = io::stdout().lock();
+    writeln!(o, "edited {name} -> {out_name}")?;
+    for line in &applied.lines {
+        writeln!(o, "  {line}")?;
+    }
+    summary(&mut o, before, after, planned.len(), &stats)?;
+    writeln!(
+        o,
+        "checked {out_name}: re-opened (strict profile); header as planned; {} tensors at their \
+         planned offsets, the first and last {} bytes of each equal to {name}'s",
+        planned.len(),
+        SAMPLE
+    )?;
+    o.flush()?;
+    for note in &applied.notes {
+        usage_error(&format!("note: {note}"));
+    }
+    Ok(Exit::Ok)
+}
+
+/// Plans the edits on `model`'s header and writes the result into a temporary beside `out`.
+fn write_edited(
+    name: &str,
+    model: &Model,
+    file: &File,
+    edits: Vec<Edit>,
+    out: &Path,
+) -> Result<Written, Exit> {
+    let Some(src) = model.gguf() else {
+        return Err(usage_error("only GGUF files can be edited"));
+    };
+    let gguf = src.gguf();
+    let file_size = src.store().file_size();
+    let mut writer = GgufWriter::from_gguf(gguf).pad_tensorless(file_size >= gguf.data_offset());
+    let mut applied =
+        apply(&mut writer, edits, Mode::OutOfPlace, name).map_err(|m| usage_error(&m))?;
+    if writer.remove(PADDING_KEY.as_bytes()) {
+        applied.lines.push(format!(
+            "removed {} (the padding of an earlier in-place edit; the output is canonical)",
+            quoted(PADDING_KEY)
+        ));
+    }
+    let layout = writer
+        .layout()
+        .map_err(|e| usage_error(&format!("the edited header is invalid: {}", writer_error(&e))))?;
+    let planned = plan_tensors(&writer, gguf, &layout);
+    let mut hasher = HashWriter::default();
+    writer
+        .write_header(&mut hasher)
+        .map_err(|e| usage_error(&format!("the edited header is invalid: {e}")))?;
+    let header = (layout.header_len, hasher.0.digest());
+    let before = (gguf.data_offset(), gguf.kv_len());
+    let after = (layout.header_len, writer.kvs().len());
+
+    // Nothing has been created so far; from here on, only a temporary beside OUT.
+    let out_name = display(out);
+    let tmp = AtomicFile::create(out)
+        .map_err(|e| usage_error(&format!("cannot create a file beside {out_name}: {e}")))?;
+    let mut builder = GgufFileBuilder::new(writer);
+    for (i, t) in gguf.tensor_infos().iter().enumerate() {
+        builder.set_data(i, TensorData::File { file, offset: t.abs_offset() });
+    }
+    let stats = builder.write_into(&tmp).map_err(|e| stream_failure(out, &e))?;
+    Ok(Written { tmp, planned, header, applied, before, after, stats })
+}
+
+fn summary(
+    o: &mut dyn Write,
+    (header_before, keys_before): (u64, usize),
+    (header_after, keys_after): (u64, usize),
+    n_tensors: usize,
+    stats: &BuildStats,
+) -> io::Result<()> {
+    writeln!(
+        o,
+        "header: {} -> {} bytes ({keys_before} -> {keys_after} keys); file: {} bytes",
+        group(header_before),
+        group(header_after),
+        group(stats.file_size)
+    )?;
+    let c = stats.copy;
+    let mut line = format!(
+        "tensor data: {n_tensors} tensors, {} bytes copied",
+        group(c.data_bytes + c.hole_bytes)
+    );
+    if c.hole_bytes > 0 {
+        let _ =
+            write!(line, " ({} of them holes in the source, kept as holes)", group(c.hole_bytes));
+    }
+    if c.buffered_bytes > 0 {
+        let _ = write!(
+            line,
+            "; {} bytes through a buffer (the kernel could not copy them)",
+            group(c.buffered_bytes)
+        );
+    }
+    writeln!(o, "{line}")
+}
+
+/// A write that failed: the temporary is gone, the destination untouched.
+fn stream_failure(out: &Path, e: &StreamError) -> Exit {
+    usage_error(&format!(
+        "writing {} failed: {}; {} was not changed",
+        display(out),
+        escape::str(&e.to_string()),
+        display(out)
+    ))
+}
+
+/// Re-opens what was written (still the temporary) under the strict profile and checks it
+/// against the plan: the header bytes hash to what the writer produced, every tensor has its
+/// planned name, type, shape, size and offset, and the first and last [`SAMPLE`] bytes of
+/// each equal the source's (a sampled data check: full hashes are `sipllm verify`'s job).
+pub fn check_written(
+    tmp: &AtomicFile,
+    out: &Path,
+    (header_len, header_hash): (u64, u64),
+    planned: &[Planned],
+    source: &File,
+) -> Result<(), String> {
+    let file = tmp.file().try_clone().map_err(|e| e.to_string())?;
+    let backing = FileBacking::from_file(file, out, Backend::Pread).map_err(|e| e.to_string())?;
+    let written = GgufFile::from_backing(backing, &OpenOptions::default())
+        .map_err(|e| format!("it does not re-open: {}", escape::str(&e.to_string())))?;
+    let gguf = written.gguf();
+    let header = gguf.bytes().get(..usize::try_from(header_len).unwrap_or(usize::MAX));
+    let got = header.map(xxhash_rust::xxh3::xxh3_64);
+    if got != Some(header_hash) || gguf.data_offset() != header_len && !planned.is_empty() {
+        return Err("its header differs from the planned one".to_owned());
+    }
+    check_tensors(&written, planned, source)
+}
+
+/// Checks `written`'s tensors against the plan: names, types, shapes, sizes and offsets
+/// exactly; data sampled ([`SAMPLE`] bytes at each end of each tensor, compared with `source`).
+pub fn check_tensors(
+    written: &dyn WeightSource,
+    planned: &[Planned],
+    source: &File,
+) -> Result<(), String> {
+    let tensors = written.tensors();
+    if tensors.len() != planned.len() {
+        return Err(format!("{} tensors instead of {}", tensors.len(), planned.len()));
+    }
+    let mut a = vec![0u8; SAMPLE as usize];
+    let mut b = vec![0u8; SAMPLE as usize];
+    for (t, p) in tensors.iter().zip(planned) {
+        let same = t.name == p.name
+            && t.ggml_type == p.ggml_type
+            && t.shape.as_slice() == p.shape.as_slice()
+            && t.nbytes == Some(p.nbytes)
+            && t.abs_offset == p.to;
+        if !same {
+            return Err(format!(
+                "tensor {} is {} {:?} at {} ({:?} bytes); planned: {} {} {:?} at {} ({} bytes)",
+                quoted(&t.name),
+                type_name(t.ggml_type),
+                t.shape.as_slice(),
+                t.abs_offset,
+                t.nbytes,
+                quoted(&p.name),
+                type_name(p.ggml_type),
+                p.shape,
+                p.to,
+                p.nbytes
+            ));
+        }
+        let n = p.nbytes.min(SAMPLE);
+        let k = usize::try_from(n).unwrap_or(0);
+        for rel in [0, p.nbytes - n] {
+            let (x, y) = (a.get_mut(..k).unwrap_or_default(), b.get_mut(..k).unwrap_or_default());
+            source
+                .read_exact_at(x, p.from + rel)
+                .map_err(|e| format!("reading the source: {e}"))?;
+            written
+                .read_raw_at(p.to + rel, y)
+                .map_err(|e| format!("reading it back: {}", escape::str(&e.to_string())))?;
+            if x != y {
+                return Err(format!(
+                    "tensor {}: the bytes at +{rel} differ from the source's",
+                    quoted(&p.name)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An `io::Write` that hashes (XXH3-64) what it is given.
+#[derive(Default)]
+struct HashWriter(xxhash_rust::xxh3::Xxh3);
+
+impl Write for HashWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What an in-place rewrite did, for the check and the report.
+struct Rewritten {
+    planned: Vec<Planned>,
+    /// Header length and XXH3 of the header written.
+    header: (u64, u64),
+    applied: Applied,
+    keys: (usize, usize),
+    padding: u64,
+}
+
+/// The in-place edit: plan a header of exactly the old length, then the crash-safe rewrite;
+/// the source header is dropped before the check re-opens the file.
+fn in_place(path: &Path, model: Model, file: &File, edits: Vec<Edit>) -> io::Result<Exit> {
+    let name = display(path);
+    let done = match rewrite_header(path, &name, &model, file, edits) {
+        Ok(Some(done)) => done,
+        Ok(None) => {
+            let mut o = io::stdout().lock();
+            writeln!(o, "{name} already has these values: nothing written")?;
+            o.flush()?;
+            return Ok(Exit::Ok);
+        }
+        Err(exit) => return Ok(exit),
+    };
+    drop(model);
+    let Rewritten { planned, header, applied, keys, padding } = done;
+    let mut o = io::stdout().lock();
+    writeln!(o, "edited {name} in place")?;
+    for line in &applied.lines {
+        writeln!(o, "  {line}")?;
+    }
+    let mut line = format!(
+        "header: {} bytes rewritten ({} -> {} keys); data offset unchanged",
+        group(header.0),
+        keys.0,
+        keys.1
+    );
+    if padding > 0 {
+        let _ = write!(line, "; {} bytes of padding in {}", group(padding), quoted(PADDING_KEY));
+    }
+    writeln!(o, "{line}")?;
+    o.flush()?;
+    drop(o);
+    if let Err(msg) = check_in_place(path, header, &planned, file) {
+        return Ok(usage_error(&format!("{name} failed its check after the edit: {msg}")));
+    }
+    let mut o = io::stdout().lock();
+    writeln!(
+        o,
+        "checked {name}: re-opened (strict profile); header as written; {} tensors where they \
+         were",
+        planned.len()
+    )?;
+    o.flush()?;
+    for note in &applied.notes {
+        usage_error(&format!("note: {note}"));
+    }
+    Ok(Exit::Ok)
+}
+
+/// Plans the new header (same length as the old) and runs the crash-safe steps of
+/// [`backup`]. `Ok(None)`: the edits change nothing.
+fn rewrite_header(
+    path: &Path,
+    name: &str,
+    model: &Model,
+    file: &File,
+    edits: Vec<Edit>,
+) -> Result<Option<Rewritten>, Exit> {
+    let Some(src) = model.gguf() else {
+        return Err(usage_error("only GGUF files can be edited"));
+    };
+    let gguf = src.gguf();
+    let data_offset = gguf.data_offset();
+    if gguf.tensor_infos().is_empty() {
+        return Err(usage_error(&format!(
+            "{name} has no tensors: it is all header, so there is nothing to keep in place; use \
+             -o OUT (cheap: there is no tensor data to copy)"
+        )));
+    }
+    let invalid =
+        |e: &WriteError| usage_error(&format!("the edited header is invalid: {}", writer_error(e)));
+    let mut writer = GgufWriter::from_gguf(gguf);
+    let applied = apply(&mut writer, edits, Mode::InPlace { alignment: gguf.alignment() }, name)
+        .map_err(|m| usage_error(&m))?;
+    let padding = match writer.pad_to(data_offset) {
+        Ok(p) => p,
+        Err(WriteError::HeaderTooLarge { missing }) => {
+            return Err(usage_error(&format!(
+                "the edited header does not fit in place: it needs {} more bytes than the {} \
+                 before {name}'s data section; use -o OUT to write a new file",
+                group(missing),
+                group(data_offset)
+            )));
+        }
+        Err(WriteError::NoRoomForPadding { slack, min }) => {
+            return Err(usage_error(&format!(
+                "the edited header ends {slack} bytes before {name}'s data section: too many for \
+                 the alignment to absorb and too few for a padding pair ({min} bytes at least) \
+                 to keep the data in place; use -o OUT to write a new file, or make the new \
+                 value a few bytes longer or shorter"
+            )));
+        }
+        Err(e) => return Err(invalid(&e)),
+    };
+    let layout = writer.layout().map_err(|e| invalid(&e))?;
+    // The new header describes the data where the canonical layout puts it: that must be where
+    // it already is (true for every file written by ggml, gguf-py or this writer).
+    for (i, (t, &(abs, _))) in gguf.tensors().zip(&layout.tensors).enumerate() {
+        if t.info.abs_offset() != abs || layout.header_len != data_offset {
+            return Err(usage_error(&format!(
+                "{name}'s tensor data is not in canonical layout (tensor {i} {} is at byte {}; \
+                 the canonical place is {}), so a rewritten header cannot describe it in place; \
+                 use -o OUT to write a new, canonical file",
+                escape::quoted(t.name.as_bytes()),
+                group(t.info.abs_offset()),
+                group(abs)
+            )));
+        }
+    }
+    let planned = plan_tensors(&writer, gguf, &layout);
+    let new_header = writer.header_bytes().map_err(|e| invalid(&e))?;
+    let Some(old_header) = gguf.bytes().get(..new_header.len()) else {
+        return Err(usage_error("the file's header could not be read whole"));
+    };
+    if old_header == new_header.as_slice() {
+        return Ok(None);
+    }
+
+    let backup_path = backup::write(path, old_header).map_err(|e| {
+        usage_error(&format!(
+            "cannot write the header backup beside {name}: {e}; {name} was not changed"
+        ))
+    })?;
+    if let Err(e) = backup::overwrite_header(file, &new_header) {
+        // Put the old header back right away; if that fails too, the backup stays.
+        if backup::overwrite_header(file, old_header).is_ok()
+            && backup::remove(&backup_path).is_ok()
+        {
+            return Err(usage_error(&format!(
+                "writing the new header failed: {e}; the old header was put back"
+            )));
+        }
+        return Err(usage_error(&format!(
+            "writing the new header failed: {e}; the header may be damaged. Run `sipllm edit \
+             --recover {name}` to restore it from {}",
+            display(&backup_path)
+        )));
+    }
+    backup::remove(&backup_path).map_err(|e| {
+        usage_error(&format!(
+            "the new header is written, but the backup {} could not be removed: {e}; remove it \
+             by hand",
+            display(&backup_path)
+        ))
+    })?;
+    Ok(Some(Rewritten {
+        planned,
+        header: (new_header.len() as u64, xxhash_rust::xxh3::xxh3_64(&new_header)),
+        applied,
+        keys: (gguf.kv_len(), writer.kvs().len()),
+        padding,
+    }))
+}
+
+fn check_in_place(
+    path: &Path,
+    (len, hash): (u64, u64),
+    planned: &[Planned],
+    file: &File,
+) -> Result<(), String> {
+    // Through the descriptor the edit wrote to: the file, whatever its path names now.
+    let reopen = || {
+        let clone = file
+            .try_clone()
+            .map_err(|source| StreamError::Open { path: path.to_path_buf(), source })?;
+        GgufFile::from_backing(
+            FileBacking::from_file(clone, path, Backend::Pread)?,
+            &OpenOptions::default(),
+        )
+    };
+    let written =
+        reopen().map_err(|e| format!("it does not re-open: {}", escape::str(&e.to_string())))?;
+    let header = written.gguf().bytes().get(..usize::try_from(len).unwrap_or(usize::MAX));
+    if header.map(xxhash_rust::xxh3::xxh3_64) != Some(hash) {
+        return Err("its header differs from the one written".to_owned());
+    }
+    check_tensors(&written, planned, file)
+}
+
+/// `--recover`: put the header backup back.
+fn recover(path: &Path) -> io::Result<Exit> {
+    match backup::restore(path) {
+        Ok((backup, n)) => {
+            let mut o = io::stdout().lock();
+            writeln!(
+                o,
+                "restored the header of {} ({} bytes) from {}; removed the backup",
+                display(path),
+                group(n),
+                display(&backup)
+            )?;
+            o.flush()?;
+            Ok(Exit::Ok)
+        }
+        Err(msg) => Ok(usage_error(&msg)),
+    }
+}
+
+pub mod backup {
+    //! The crash-safe steps of an in-place header rewrite, as separate functions (the tests call
+    //! them one by one to simulate a crash between any two).
+    //!
+    //! 1. [`write()`]: the old header region `[0, data_offset)` goes to `.NAME.header-backup`
+    //!    beside the model — through a temporary file that is synced and renamed, so the backup
+    //!    exists only once it is complete;
+    //! 2. [`overwrite_header`]: the new header (same length) is written at offset 0 and synced;
+    //! 3. [`remove`]: the backup is removed and the directory synced.
+    //!
+    //! A crash before 1 completes leaves the model untouched (and at most a stray temporary). A
+    //! crash after 1 leaves the backup, and [`pending`] makes every later `edit` refuse until
+    //! [`restore`] (`sipllm edit --recover FILE`) writes it back. Tensor data is never touched.
+
+    use std::fs::File;
+    use std::io;
+    use std::os::unix::fs::FileExt;
+    use std::path::{Path, PathBuf};
+
+    use sipllm_gguf::{Limits, ParseOptions};
+    use sipllm_streaming::write::AtomicFile;
+    use sipllm_streaming::{GgufFile, OpenOptions};
+
+    use super::display;
+    use crate::render::escape;
+
+    /// The backup's path: `.NAME.header-backup` in the model's directory.
+    pub fn path_for(model: &Path) -> PathBuf {
+        let mut name = std::ffi::OsString::from(".");
+        name.push(model.file_name().unwrap_or_default());
+        name.push(".header-backup");
+        model.with_file_name(name)
+    }
+
+    /// A refusal message when `model` has a backup (an interrupted in-place edit); `what`
+    /// goes before its name (`""`, `"the output "`).
+    pub fn pending(model: &Path, what: &str) -> Option<String> {
+        let backup = path_for(model);
+        if !backup.exists() {
+            return None;
+        }
+        let name = display(model);
+        Some(format!(
+            "{what}{name} has a header backup, {}, left by an interrupted `sipllm edit \
+             --in-place`: its header may be half-written. Run `sipllm edit --recover {name}` to \
+             restore the header from the backup (the tensor data was never touched), then edit \
+             again",
+            display(&backup)
+        ))
+    }
+
+    /// Step 1: saves `header` (the model's current bytes `[0, data_offset)`) as the backup.
+    pub fn write(model: &Path, header: &[u8]) -> io::Result<PathBuf> {
+        let path = path_for(model);
+        let tmp = AtomicFile::create(&path)?;
+        tmp.file().write_all_at(header, 0)?;
+        tmp.commit()?;
+        Ok(path)
+    }
+
+    /// Step 2: writes `header` over the start of the model and syncs it.
+    pub fn overwrite_header(model: &File, header: &[u8]) -> io::Result<()> {
+        model.write_all_at(header, 0)?;
+        model.sync_data()
+    }
+
+    /// Step 3: removes the backup and syncs its directory.
+    pub fn remove(backup: &Path) -> io::Result<()> {
+        std::fs::remove_file(backup)?;
+        if let Some(dir) = backup.parent().filter(|d| !d.as_os_str().is_empty()) {
+            // Best effort, as for any rename: some file systems cannot sync a directory.
+            let _ = File::open(dir).and_then(|d| d.sync_all());
+        }
+        Ok(())
+    }
+
+    /// `--recover`: checks the backup is a complete GGUF header whose tensors fit the model,
+    /// writes it over the model's header, re-opens the model (strict), removes the backup.
+    /// Returns the backup's path and length.
+    pub fn restore(model: &Path) -> Result<(PathBuf, u64), String> {
+        let backup = path_for(model);
+        let name = display(model);
+        let bname = display(&backup);
+        let meta = match std::fs::metadata(&backup) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(format!(
+                    "no header backup for {name} ({bname} does not exist): nothing to recover"
+                ));
+            }
+            Err(e) => return Err(format!("cannot read {bname}: {e}")),
+        };
+        if meta.len() > Limits::default().max_header_bytes {
+            return Err(format!("{bname} is too large to be a GGUF header; it is not a backup"));
+        }
+        let bytes = std::fs::read(&backup).map_err(|e| format!("cannot read {bname}: {e}"))?;
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .open(model)
+            .map_err(|e| format!("cannot open {name} for writing: {e}"))?;
+        let model_len = file.metadata().map_err(|e| format!("cannot read {name}: {e}"))?.len();
+        let opts = ParseOptions::default().with_file_size(Some(model_len));
+        let gguf = sipllm_gguf::parse_with(&bytes[..], &opts).map_err(|e| {
+            format!(
+                "{bname} is not a complete GGUF header for {name} ({}); it was not written by an \
+                 in-place edit of this file. If {name} is intact (`sipllm validate {name}`), \
+                 delete the backup",
+                escape::str(&e.to_string())
+            )
+        })?;
+        if gguf.data_offset() != bytes.len() as u64 {
+            return Err(format!(
+                "{bname} holds {} bytes but its header's data section starts at {}: it is not \
+                 a header backup; {name} was not changed",
+                bytes.len(),
+                gguf.data_offset()
+            ));
+        }
+        super::backup::overwrite_header(&file, &bytes)
+            .map_err(|e| format!("writing the backup over {name}'s header failed: {e}"))?;
+        GgufFile::open(model, &OpenOptions::default()).map_err(|e| {
+            format!(
+                "the backup was written back, but {name} still does not open ({}); the backup \
+                 {bname} is kept",
+                escape::str(&e.to_string())
+            )
+        })?;
+        remove(&backup).map_err(|e| {
+            format!("{name} is restored, but the backup {bname} could not be removed: {e}")
+        })?;
+        Ok((backup, bytes.len() as u64))
+    }
+}

@@ -1,0 +1,227 @@
+//! `sipllm convert` (GGUF ↔ `.llmw`: round trips byte for byte, value equality, the
+//! unsupported-key list and `--drop-unsupported`, refusals) and `sipllm make-toy`.
+
+use sipllm_gguf::builder::{GgufBuilder, Value};
+use sipllm_gguf::{Endian, GgmlType, ValueType};
+use sipllm_streaming::toy::toy_model;
+
+use crate::edit::{cmdline, manifest, metadata, model};
+use crate::support::{golden, sample_path, shared, sipllm, temp_dir};
+
+#[test]
+fn make_toy_writes_both_formats_of_the_seeded_model() {
+    let dir = temp_dir("make-toy");
+    for seed in [0u64, 7] {
+        let out = format!("toy{seed}");
+        let run = sipllm(&dir, &["make-toy", "--seed", &seed.to_string(), "--out-dir", &out]);
+        assert_eq!(run.code, Some(0), "{}", run.transcript());
+        assert!(run.stdout.contains(&format!("wrote {out}/toy.gguf (")), "{}", run.stdout);
+        assert!(run.stdout.contains(&format!("wrote {out}/toy.llmw (")));
+        let toy = toy_model(seed);
+        let gguf = std::fs::read(dir.join(&out).join("toy.gguf")).unwrap();
+        let llmw = std::fs::read(dir.join(&out).join("toy.llmw")).unwrap();
+        assert_eq!(gguf, toy.gguf_bytes().unwrap());
+        assert_eq!(llmw, toy.llmw_bytes().unwrap());
+        for f in ["toy.gguf", "toy.llmw"] {
+            let run = sipllm(&dir.join(&out), &["validate", f]);
+            assert_eq!(run.code, Some(0), "{}", run.transcript());
+        }
+    }
+    // The default seed is 0.
+    let run = sipllm(&dir, &["make-toy", "--out-dir", "default"]);
+    assert_eq!(run.code, Some(0));
+    assert_eq!(
+        std::fs::read(dir.join("default/toy.gguf")).unwrap(),
+        toy_model(0).gguf_bytes().unwrap()
+    );
+    // An out-dir that cannot be created (under a regular file): exit code 2.
+    std::fs::write(dir.join("file"), b"x").unwrap();
+    let run = sipllm(&dir, &["make-toy", "--out-dir", "file/sub"]);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    assert!(run.stderr.contains("cannot write the toy model into file/sub"), "{}", run.stderr);
+    assert_eq!(sipllm(&dir, &["make-toy"]).code, Some(2), "--out-dir is required");
+}
+
+#[test]
+fn the_toy_model_crosses_both_ways_byte_for_byte() {
+    let dir = temp_dir("convert-toy");
+    let run = sipllm(&dir, &["make-toy", "--seed", "3", "--out-dir", "."]);
+    assert_eq!(run.code, Some(0));
+    // GGUF -> .llmw is the toy's .llmw; .llmw -> GGUF is the toy's GGUF.
+    let run = sipllm(&dir, &["convert", "toy.gguf", "a.llmw"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(
+        run.stdout.contains("converted toy.gguf (GGUF) -> a.llmw (.llmw): 19 keys, 21 tensors")
+    );
+    assert!(run.stdout.contains("checked a.llmw: re-opened"), "{}", run.stdout);
+    assert_eq!(
+        std::fs::read(dir.join("a.llmw")).unwrap(),
+        std::fs::read(dir.join("toy.llmw")).unwrap()
+    );
+    let run = sipllm(&dir, &["convert", "toy.llmw", "b.gguf"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert_eq!(
+        std::fs::read(dir.join("b.gguf")).unwrap(),
+        std::fs::read(dir.join("toy.gguf")).unwrap()
+    );
+    // And the round trip GGUF -> .llmw -> GGUF.
+    let run = sipllm(&dir, &["convert", "a.llmw", "c.gguf"]);
+    assert_eq!(run.code, Some(0));
+    assert_eq!(
+        std::fs::read(dir.join("c.gguf")).unwrap(),
+        std::fs::read(dir.join("toy.gguf")).unwrap()
+    );
+}
+
+#[test]
+fn tiny_llama_round_trips_byte_for_byte() {
+    let dir = temp_dir("convert-tiny-llama");
+    let sample = sample_path();
+    let mut inputs = vec![sample];
+    if let Some(shared) = shared("tiny_llama_round_trips_byte_for_byte") {
+        inputs.push(shared.join("corpus/generated/tiny-llama.le.gguf"));
+    }
+    for input in inputs {
+        let input = input.to_str().unwrap().to_owned();
+        let run = sipllm(&dir, &["convert", &input, "t.llmw"]);
+        assert_eq!(run.code, Some(0), "{}", run.transcript());
+        let run = sipllm(&dir, &["convert", "t.llmw", "t.gguf"]);
+        assert_eq!(run.code, Some(0), "{}", run.transcript());
+        // Every key keeps its value and, being well known, its type; every tensor its bytes.
+        assert_eq!(metadata(&dir, "t.gguf"), metadata(&dir, &input));
+        assert_eq!(manifest(&dir, "t.gguf", "sha256"), manifest(&dir, &input, "sha256"));
+        assert_eq!(manifest(&dir, "t.llmw", "sha256"), manifest(&dir, &input, "sha256"));
+        assert_eq!(std::fs::read(dir.join("t.gguf")).unwrap(), std::fs::read(&input).unwrap());
+    }
+}
+
+#[test]
+fn values_survive_and_widths_come_back_for_well_known_keys() {
+    let dir = temp_dir("convert-values");
+    let src = GgufBuilder::new()
+        .kv("general.architecture", Value::str("llama"))
+        .kv("general.alignment", Value::Uint32(64))
+        .kv("llama.context_length", Value::Uint64(4096)) // llama.cpp wants UINT32
+        .kv("llama.feed_forward_length", Value::array(ValueType::Int32, vec![Value::Int32(8); 2]))
+        .kv("llama.rope.freq_base", Value::Float64(500000.0)) // representable as f32
+        .kv(
+            "tokenizer.ggml.precompiled_charsmap",
+            Value::array(ValueType::Uint8, vec![Value::Uint8(9); 3]),
+        )
+        .kv("my.u8", Value::Uint8(200))
+        .kv("my.i16s", Value::array(ValueType::Int16, vec![Value::Int16(-5), Value::Int16(7)]))
+        .kv("my.f32", Value::Float32(0.1))
+        .kv("my.nan", Value::Float64(f64::NAN))
+        .kv("my.empty", Value::array(ValueType::String, vec![]))
+        .kv("my.big", Value::Uint64(i64::MAX as u64))
+        .tensor("w", GgmlType::Q8_0, &[64, 2])
+        .tensor("v", GgmlType::F32, &[3])
+        .build();
+    std::fs::write(dir.join("m.gguf"), &src).unwrap();
+    let run = sipllm(&dir, &["convert", "m.gguf", "m.llmw"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    let run = sipllm(&dir, &["convert", "m.llmw", "back.gguf"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert_eq!(manifest(&dir, "back.gguf", "sha256"), manifest(&dir, "m.gguf", "sha256"));
+    let before = metadata(&dir, "m.gguf");
+    let after = metadata(&dir, "back.gguf");
+    let ty = |meta: &[serde_json::Value], key: &str| {
+        let e = meta.iter().find(|e| e["key"] == key).unwrap();
+        (e["type"].as_str().unwrap().to_owned(), e.get("array_type").cloned(), e["value"].clone())
+    };
+    for (key, want_type, want_elem) in [
+        ("general.alignment", "UINT32", None),
+        ("llama.context_length", "UINT32", None),
+        ("llama.feed_forward_length", "ARRAY", Some("INT32")),
+        ("llama.rope.freq_base", "FLOAT32", None),
+        ("tokenizer.ggml.precompiled_charsmap", "ARRAY", Some("UINT8")),
+        ("my.u8", "INT64", None),
+        ("my.i16s", "ARRAY", Some("INT64")),
+        ("my.f32", "FLOAT64", None),
+        ("my.nan", "FLOAT64", None),
+        ("my.empty", "ARRAY", Some("STRING")),
+        ("my.big", "INT64", None),
+    ] {
+        let (t, elem, value) = ty(&after, key);
+        assert_eq!(t, want_type, "{key}");
+        assert_eq!(elem, want_elem.map(serde_json::Value::from), "{key}");
+        // The same value (JSON numbers compare by value; f32 0.1 widened exactly).
+        assert_eq!(value, ty(&before, key).2, "{key}");
+    }
+    // The GGUF output is laid out at the carried-over alignment.
+    let out = std::fs::read(dir.join("back.gguf")).unwrap();
+    let g = sipllm_gguf::parse(&out).unwrap();
+    assert_eq!(g.alignment(), 64);
+    assert_eq!(g.data_offset() % 64, 0);
+}
+
+#[test]
+fn unsupported_keys_are_listed_or_dropped() {
+    let dir = temp_dir("convert-unsupported");
+    let src = model()
+        .kv("my.bools", Value::array(ValueType::Bool, vec![Value::Bool(true)]))
+        .kv(
+            "my.nested",
+            Value::array(ValueType::Array, vec![Value::array(ValueType::Uint8, vec![])]),
+        )
+        .kv("my.huge", Value::Uint64(u64::MAX))
+        .kv(
+            "my.huges",
+            Value::array(ValueType::Uint64, vec![Value::Uint64(1), Value::Uint64(u64::MAX)]),
+        )
+        .build();
+    std::fs::write(dir.join("m.gguf"), &src).unwrap();
+    let run = sipllm(&dir, &["convert", "m.gguf", "m.llmw"]);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    assert!(!dir.join("m.llmw").exists());
+    let mut transcript = format!("$ sipllm convert m.gguf m.llmw\n{}\n", run.transcript());
+
+    let run = sipllm(&dir, &["convert", "--drop-unsupported", "m.gguf", "m.llmw"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    transcript.push_str(&format!(
+        "$ sipllm convert --drop-unsupported m.gguf m.llmw\n{}",
+        run.transcript()
+    ));
+    golden("convert/unsupported.txt", &transcript);
+    // What is left is every other key, with its value.
+    let before = metadata(&dir, "m.gguf");
+    let after = metadata(&dir, "m.llmw");
+    let dropped = ["tokenizer.ggml.add_bos_token", "my.bools", "my.nested", "my.huge", "my.huges"];
+    let kept: Vec<_> =
+        before.iter().filter(|e| !dropped.contains(&e["key"].as_str().unwrap())).collect();
+    assert_eq!(after.len(), kept.len());
+    for (a, b) in kept.iter().zip(&after) {
+        assert_eq!((&a["key"], &a["value"]), (&b["key"], &b["value"]));
+    }
+    assert_eq!(manifest(&dir, "m.llmw", "sha256"), manifest(&dir, "m.gguf", "sha256"));
+}
+
+#[test]
+fn conversion_refusals() {
+    let dir = temp_dir("convert-refusals");
+    std::fs::write(dir.join("m.gguf"), model().build()).unwrap();
+    std::fs::write(dir.join("be.gguf"), model().endian(Endian::Big).build()).unwrap();
+    let mut transcript = String::new();
+    for args in [
+        vec!["convert", "m.gguf", "out.gguf"],
+        vec!["convert", "m.gguf", "."],
+        vec!["convert", "missing.gguf", "out.llmw"],
+        vec!["convert", "be.gguf", "out.llmw"],
+    ] {
+        let run = sipllm(&dir, &args);
+        assert_eq!(run.code, Some(2), "{}", run.transcript());
+        transcript.push_str(&format!("{}\n{}\n", cmdline(&args), run.transcript()));
+    }
+    assert!(!dir.join("out.gguf").exists() && !dir.join("out.llmw").exists());
+    golden("convert/refusals.txt", &transcript);
+    // A big-endian file without tensors has no data to byte-swap: it converts.
+    let vocab = GgufBuilder::new()
+        .endian(Endian::Big)
+        .kv("general.architecture", Value::str("llama"))
+        .kv("tokenizer.ggml.tokens", Value::strings(["a", "b"]))
+        .build();
+    std::fs::write(dir.join("vocab.be.gguf"), vocab).unwrap();
+    let run = sipllm(&dir, &["convert", "vocab.be.gguf", "vocab.llmw"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert_eq!(metadata(&dir, "vocab.llmw").len(), 2);
+}
