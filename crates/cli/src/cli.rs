@@ -59,6 +59,15 @@ pub enum Command {
     /// Write the seeded toy model as DIR/toy.gguf and DIR/toy.llmw (the same model in both
     /// formats).
     MakeToy(MakeToyArgs),
+    /// Split a GGUF file into a set of shards, as llama.cpp's gguf-split does
+    /// (<stem>-00001-of-0000N.gguf …).
+    ///
+    /// Shard 1 holds all the metadata; every shard gets split.no, split.count and
+    /// split.tensors.count. Tensor data is copied, never held in memory. See docs/split.md.
+    Split(SplitArgs),
+    /// Merge a split set into one GGUF file (the split keys removed: merging what `split`
+    /// wrote gives the original file back byte for byte).
+    Merge(MergeArgs),
 }
 
 /// Extra help for `edit`: the value syntax.
@@ -335,6 +344,51 @@ pub struct MakeToyArgs {
     /// The directory to write toy.gguf and toy.llmw into (created if missing).
     #[arg(long, value_name = "DIR")]
     pub out_dir: PathBuf,
+}
+
+/// `sipllm split`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("limit").required(true).args(["max_tensors", "max_size"])))]
+pub struct SplitArgs {
+    /// The GGUF file to split.
+    pub file: PathBuf,
+
+    /// At most N tensors per shard.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_tensors: Option<u64>,
+
+    /// At most SIZE bytes of tensor data per shard, each tensor counted padded to 32 bytes
+    /// (headers not counted): bytes, or with a unit K, M, G, T (powers of 1000, as
+    /// gguf-split) or KiB, MiB, GiB, TiB.
+    #[arg(long, value_name = "SIZE", value_parser = crate::commands::split::parse_size)]
+    pub max_size: Option<u64>,
+
+    /// Write the shards into DIR (default: FILE's directory).
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+
+    /// Make shard 1 metadata-only (no tensors), as gguf-split's flag of the same name.
+    #[arg(long)]
+    pub no_tensor_first_split: bool,
+
+    /// Parsing options.
+    #[command(flatten)]
+    pub parse: ParseArgs,
+}
+
+/// `sipllm merge`.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// A shard of the set (normally the first, <prefix>-00001-of-0000N.gguf); the others are
+    /// found by name.
+    pub shard: PathBuf,
+
+    /// The merged file (replaced atomically if it exists; must not be one of the shards).
+    pub out: PathBuf,
+
+    /// Parsing options.
+    #[command(flatten)]
+    pub parse: ParseArgs,
 }
 
 /// `sipllm completions`.

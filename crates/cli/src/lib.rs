@@ -133,6 +133,8 @@ where
         Command::Edit(args) => commands::edit::run(args, matches.subcommand_matches("edit"), &ctx),
         Command::Convert(args) => commands::convert::run(args, &ctx),
         Command::MakeToy(args) => commands::make_toy::run(args),
+        Command::Split(args) => commands::split::run(args, &ctx),
+        Command::Merge(args) => commands::merge::run(args, &ctx),
     };
     match result {
         Ok(exit) => exit.into(),

@@ -13,8 +13,8 @@ use std::path::Path;
 use sipllm_gguf::{Gguf, ParseOptions, Profile};
 use sipllm_llmw::Llmw;
 use sipllm_streaming::{
-    Backend, FileBacking, GgufFile, MemSource, Model, ModelFile, OpenOptions, StreamError,
-    WeightSource, read_header,
+    Backend, FileBacking, GgufFile, MemSource, Model, ModelFile, OpenOptions, SplitFile,
+    StreamError, WeightSource, read_header,
 };
 
 pub use sipllm_streaming::Format;
@@ -102,6 +102,14 @@ impl Opened {
         }
     }
 
+    /// The split set, when the file is a shard of one (the whole set is opened).
+    pub fn split(&self) -> Option<&SplitFile> {
+        match &self.parsed {
+            Parsed::Model(m) => m.split(),
+            Parsed::GgufHeaderOnly(_) => None,
+        }
+    }
+
     /// The parsed `.llmw` header, for `.llmw` files.
     pub fn llmw(&self) -> Option<&Llmw<Vec<u8>>> {
         match &self.parsed {
@@ -112,8 +120,9 @@ impl Opened {
 }
 
 /// True when an open error means the file itself is invalid (exit code 1): a parse error, an
-/// unknown magic, a file too short for one, tensor data outside the file. False for I/O and
-/// resource problems (exit code 2).
+/// unknown magic, a file too short for one, tensor data outside the file, a broken split set.
+/// False for I/O and resource problems and for requests that do not fit the file (`split` of
+/// a shard, `merge` of a file that is no set) (exit code 2).
 pub fn is_invalid_file(e: &StreamError) -> bool {
     !matches!(
         e,
@@ -121,6 +130,11 @@ pub fn is_invalid_file(e: &StreamError) -> bool {
             | StreamError::Io { .. }
             | StreamError::UnexpectedEof { .. }
             | StreamError::TooLarge { .. }
+            | StreamError::Create { .. }
+            | StreamError::Write { .. }
+            | StreamError::SplitNotASet { .. }
+            | StreamError::SplitAlreadySplit { .. }
+            | StreamError::SplitRefused { .. }
     )
 }
 

@@ -17,7 +17,9 @@ pub mod convert;
 pub mod edit;
 pub mod inspect;
 pub mod make_toy;
+pub mod merge;
 pub mod read;
+pub mod split;
 pub mod tensors;
 pub mod validate;
 pub mod verify;
@@ -37,8 +39,10 @@ pub fn report_open_error(path: &Path, e: &StreamError, ctx: &Ctx) -> Exit {
     if is_invalid_file(e) { Exit::Invalid } else { Exit::Trouble }
 }
 
-/// The diagnostic for an open error, with the bytes around the offending offset.
+/// The diagnostic for an open error, with the bytes around the offending offset. The error's
+/// own file is shown when it names one (another shard of a split set, say), else `path`.
 pub fn diagnose_open_error(path: &Path, e: &StreamError) -> FileDiagnostic {
+    let path = e.path().unwrap_or(path);
     let name = path.display().to_string();
     let finding = Finding::from_stream_error(e);
     let backing = FileBacking::open(path, Backend::Pread).ok();

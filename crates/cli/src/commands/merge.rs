@@ -1,0 +1,29 @@
+//! `sipllm merge SHARD OUT`: join a split set into one GGUF file (see `docs/split.md`).
+
+use std::io::{self, Write};
+
+use sipllm_streaming::split::merge;
+
+use crate::cli::MergeArgs;
+use crate::commands::report_open_error;
+use crate::commands::split::{open_options, show};
+use crate::render::value::{group, human_bytes};
+use crate::{Ctx, Exit};
+
+/// Runs `merge`.
+pub fn run(args: &MergeArgs, ctx: &Ctx) -> io::Result<Exit> {
+    let written = match merge(&args.shard, &args.out, &open_options(&args.parse)) {
+        Ok(w) => w,
+        Err(e) => return Ok(report_open_error(&args.shard, &e, ctx)),
+    };
+    writeln!(
+        io::stdout(),
+        "merged the set of {} into {}: {} tensors, {} bytes ({})",
+        show(&args.shard),
+        show(&written.path),
+        group(written.tensors as u64),
+        group(written.file_size),
+        human_bytes(written.file_size)
+    )?;
+    Ok(Exit::Ok)
+}
