@@ -22,6 +22,7 @@ Not run in CI (it needs Python and numpy). Usage:
     python3 scripts/gguf_py_split.py [path/to/sipllm]
 """
 import filecmp
+import importlib.metadata
 import subprocess
 import sys
 import tempfile
@@ -128,7 +129,7 @@ def case(sipllm, tmp, label, odd, py_split, our_args):
 
 def main():
     sipllm = sys.argv[1] if len(sys.argv) > 1 else "target/release/sipllm"
-    print(f"gguf-py {gguf.__version__ if hasattr(gguf, '__version__') else '(version unknown)'}")
+    print(f"gguf-py {importlib.metadata.version('gguf')}")
     with tempfile.TemporaryDirectory() as tmp:
         case(sipllm, tmp, "max-tensors 5", True,
              dict(split_max_tensors=5), ["--max-tensors", 5])

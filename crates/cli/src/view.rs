@@ -9,6 +9,9 @@ use smallvec::SmallVec;
 use sipllm_gguf::{ArrayView, GgmlType, MetaValue, ValueType};
 use sipllm_llmw::{Numbers, StrArray};
 
+use sipllm_gguf::Gguf;
+use sipllm_streaming::SplitFile;
+
 use crate::open::{Format, Opened};
 
 /// The header facts `inspect` summarises.
@@ -190,6 +193,9 @@ pub struct TensorRow<'a> {
     pub abs_offset: u64,
     /// Byte size (`None` for a type of unknown size, which only lenient parsing admits).
     pub nbytes: Option<u64>,
+    /// For a split set: the shard holding the tensor (its `split.no`, 0-based); `offset` and
+    /// `abs_offset` are then positions in that shard's file.
+    pub shard: Option<usize>,
 }
 
 impl TensorRow<'_> {
@@ -215,6 +221,9 @@ pub struct WarningRow {
     pub path: String,
     /// What was found, without the location.
     pub message: String,
+    /// For a split set: the shard the warning is about (its `split.no`); `offset` is in
+    /// that shard's file.
+    pub shard: Option<usize>,
 }
 
 impl WarningRow {
@@ -237,23 +246,46 @@ pub struct View<'a> {
     pub entries: Vec<Entry<'a>>,
     /// Tensors in directory order.
     pub tensors: Vec<TensorRow<'a>>,
-    /// Parser warnings in file order.
+    /// Parser warnings in file order (for a set, shard by shard).
     pub warnings: Vec<WarningRow>,
+    /// For a split set: its files.
+    pub split: Option<SetView>,
+}
+
+/// The files of a split set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetView {
+    /// Every shard, in `split.no` order.
+    pub files: Vec<SetFile>,
+    /// `split.tensors.count`.
+    pub declared_tensors: i32,
+}
+
+/// One shard of a split set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetFile {
+    /// The path, as opened.
+    pub name: String,
+    /// Its size in bytes.
+    pub file_size: u64,
+    /// Tensors in it.
+    pub tensors: usize,
 }
 
 impl<'a> View<'a> {
-    /// The view of an opened file.
+    /// The view of an opened file. A split set shows its first shard's header and metadata,
+    /// every shard's tensors and warnings, and its files.
     pub fn of(opened: &'a Opened) -> View<'a> {
+        if let Some(set) = opened.split() {
+            return View::of_set(opened, set);
+        }
         if let Some(g) = opened.gguf() {
             let header = g.header();
             return View {
                 summary: Summary {
                     format: Format::Gguf,
                     version: g.version(),
-                    endian: match g.endian() {
-                        sipllm_gguf::Endian::Little => "little",
-                        sipllm_gguf::Endian::Big => "big",
-                    },
+                    endian: endian_name(g.endian()),
                     file_size: opened.file_size(),
                     alignment: g.alignment().into(),
                     data_offset: g.data_offset(),
@@ -268,28 +300,9 @@ impl<'a> View<'a> {
                         value: Val::from_gguf(e.value),
                     })
                     .collect(),
-                tensors: g
-                    .tensors()
-                    .map(|t| TensorRow {
-                        index: t.index,
-                        name: t.name.as_bytes(),
-                        ggml_type: t.info.ggml_type(),
-                        ne: t.info.dims().iter().copied().collect(),
-                        offset: t.info.offset(),
-                        abs_offset: t.info.abs_offset(),
-                        nbytes: t.info.nbytes(),
-                    })
-                    .collect(),
-                warnings: g
-                    .warnings()
-                    .iter()
-                    .map(|w| WarningRow {
-                        code: w.code(),
-                        offset: w.offset(),
-                        path: w.path().to_string(),
-                        message: w.message(),
-                    })
-                    .collect(),
+                tensors: gguf_tensors(g, None, 0).collect(),
+                warnings: gguf_warnings(g, None).collect(),
+                split: None,
             };
         }
         let Some(l) = opened.llmw() else {
@@ -327,9 +340,54 @@ impl<'a> View<'a> {
                     offset: t.info.offset().saturating_sub(data_start),
                     abs_offset: t.info.offset(),
                     nbytes: Some(t.info.nbytes()),
+                    shard: None,
                 })
                 .collect(),
             warnings: Vec::new(),
+            split: None,
+        }
+    }
+
+    fn of_set(opened: &'a Opened, set: &'a SplitFile) -> View<'a> {
+        let first = set.first().gguf();
+        let header = first.header();
+        let mut tensors = Vec::new();
+        let mut warnings = Vec::new();
+        let mut files = Vec::with_capacity(set.shard_count());
+        let mut tensor_count = 0u64;
+        for (s, shard) in set.shards().enumerate() {
+            let g = shard.gguf();
+            tensors.extend(gguf_tensors(g, Some(s), tensors.len()));
+            warnings.extend(gguf_warnings(g, Some(s)));
+            tensor_count = tensor_count.saturating_add(g.header().tensor_count);
+            files.push(SetFile {
+                name: shard.path().map(|p| p.display().to_string()).unwrap_or_default(),
+                file_size: sipllm_streaming::WeightSource::file_size(shard),
+                tensors: g.tensor_infos().len(),
+            });
+        }
+        View {
+            summary: Summary {
+                format: Format::Gguf,
+                version: first.version(),
+                endian: endian_name(first.endian()),
+                file_size: opened.file_size(),
+                alignment: first.alignment().into(),
+                data_offset: first.data_offset(),
+                kv_count: header.kv_count,
+                tensor_count,
+            },
+            entries: first
+                .metadata()
+                .map(|e| Entry {
+                    index: e.index,
+                    key: e.key.as_bytes(),
+                    value: Val::from_gguf(e.value),
+                })
+                .collect(),
+            tensors,
+            warnings,
+            split: Some(SetView { files, declared_tensors: set.declared_tensors() }),
         }
     }
 
@@ -348,6 +406,7 @@ impl<'a> View<'a> {
             entries: Vec::new(),
             tensors: Vec::new(),
             warnings: Vec::new(),
+            split: None,
         }
     }
 
@@ -355,4 +414,41 @@ impl<'a> View<'a> {
     pub fn get(&self, key: &str) -> Option<&Val<'a>> {
         self.entries.iter().rev().find(|e| e.key == key.as_bytes()).map(|e| &e.value)
     }
+}
+
+fn endian_name(e: sipllm_gguf::Endian) -> &'static str {
+    match e {
+        sipllm_gguf::Endian::Little => "little",
+        sipllm_gguf::Endian::Big => "big",
+    }
+}
+
+/// A GGUF header's tensors as rows, indexed from `first_index` (for a set: after the earlier
+/// shards' tensors), tagged with `shard`.
+fn gguf_tensors<'a>(
+    g: &'a Gguf<Vec<u8>>,
+    shard: Option<usize>,
+    first_index: usize,
+) -> impl Iterator<Item = TensorRow<'a>> + 'a {
+    g.tensors().map(move |t| TensorRow {
+        index: first_index + t.index,
+        name: t.name.as_bytes(),
+        ggml_type: t.info.ggml_type(),
+        ne: t.info.dims().iter().copied().collect(),
+        offset: t.info.offset(),
+        abs_offset: t.info.abs_offset(),
+        nbytes: t.info.nbytes(),
+        shard,
+    })
+}
+
+/// A GGUF header's warnings as rows, tagged with `shard`.
+fn gguf_warnings(g: &Gguf<Vec<u8>>, shard: Option<usize>) -> impl Iterator<Item = WarningRow> + '_ {
+    g.warnings().iter().map(move |w| WarningRow {
+        code: w.code(),
+        offset: w.offset(),
+        path: w.path().to_string(),
+        message: w.message(),
+        shard,
+    })
 }

@@ -14,7 +14,7 @@ use crate::render::escape;
 use crate::render::json::{InspectDoc, write_line};
 use crate::render::table::{Align, Table};
 use crate::render::value::{Budget, group, human_bytes, human_count, one_line, type_name};
-use crate::view::{TensorRow, Val, View};
+use crate::view::{SetView, TensorRow, Val, View};
 use crate::{Ctx, Exit};
 
 /// Runs `inspect`.
@@ -101,6 +101,17 @@ fn summary(out: &mut dyn Write, name: &str, view: &View<'_>) -> io::Result<()> {
         ("metadata", format!("{} key/value pairs", group(s.kv_count))),
         ("tensors", group(s.tensor_count)),
     ];
+    if let Some(set) = &view.split {
+        // The header facts are the first shard's; sizes and counts are the whole set's.
+        let n = set.files.len();
+        rows.insert(1, ("split", format!("set of {n} files (file 1 holds the metadata)")));
+        if let Some(row) = rows.iter_mut().find(|(label, _)| *label == "file size") {
+            row.1 = format!("{} in {n} files", bytes_for_people(s.file_size));
+        }
+        if let Some(row) = rows.iter_mut().find(|(label, _)| *label == "tensors") {
+            row.1 = format!("{} in {n} files", group(s.tensor_count));
+        }
+    }
     let arch = view.get("general.architecture").and_then(Val::as_str);
     for (label, key) in [("architecture", "general.architecture"), ("name", "general.name")] {
         if let Some(v) = view.get(key) {
@@ -108,6 +119,9 @@ fn summary(out: &mut dyn Write, name: &str, view: &View<'_>) -> io::Result<()> {
         }
     }
     write_pairs(out, &rows, "")?;
+    if let Some(set) = &view.split {
+        set_files(out, set)?;
+    }
 
     let mut hyper: Vec<(&str, String)> = Vec::new();
     if let Some(arch) = arch {
@@ -136,6 +150,26 @@ fn summary(out: &mut dyn Write, name: &str, view: &View<'_>) -> io::Result<()> {
         parameters(out, &view.tensors)?;
     }
     Ok(())
+}
+
+/// The files of a split set: number (as in the names), path, tensors, size.
+fn set_files(out: &mut dyn Write, set: &SetView) -> io::Result<()> {
+    writeln!(out, "\nfiles ({})", set.files.len())?;
+    let mut table = Table::new(&[
+        ("#", Align::Right),
+        ("file", Align::Left),
+        ("tensors", Align::Right),
+        ("bytes", Align::Right),
+    ]);
+    for (i, f) in set.files.iter().enumerate() {
+        table.row(vec![
+            (i + 1).to_string(),
+            escape::str(&f.name).into_owned(),
+            group(f.tensors as u64),
+            group(f.file_size),
+        ]);
+    }
+    table.write(out, "  ")
 }
 
 /// `7,296 bytes (7.12 KiB)`, or `269 bytes` when the unit adds nothing.
@@ -292,26 +326,38 @@ fn tensor_section(
     tensor_table(out, tensors)
 }
 
-/// The tensor table (also `sipllm tensors`).
+/// The tensor table (also `sipllm tensors`). For a split set, a `file` column gives the
+/// shard holding each tensor (numbered from 1, as in the file names), and the offset is in
+/// that file.
 pub fn tensor_table(out: &mut dyn Write, tensors: &[&TensorRow<'_>]) -> io::Result<()> {
-    let mut table = Table::new(&[
+    let set = tensors.iter().any(|t| t.shard.is_some());
+    let mut columns = vec![
         ("#", Align::Right),
         ("name", Align::Left),
         ("type", Align::Left),
         ("shape", Align::Left),
-        ("offset", Align::Right),
-        ("bytes", Align::Right),
-    ]);
+    ];
+    if set {
+        columns.push(("file", Align::Right));
+    }
+    columns.extend([("offset", Align::Right), ("bytes", Align::Right)]);
+    let mut table = Table::new(&columns);
     for t in tensors {
         let shape: Vec<String> = t.shape().iter().map(u64::to_string).collect();
-        table.row(vec![
+        let mut row = vec![
             t.index.to_string(),
             escape::text(t.name).into_owned(),
             type_name(t.ggml_type),
             format!("[{}]", shape.join(", ")),
+        ];
+        if set {
+            row.push(t.shard.map_or_else(String::new, |s| (s + 1).to_string()));
+        }
+        row.extend([
             format!("0x{:x}", t.abs_offset),
             t.nbytes.map_or_else(|| "unknown".to_owned(), group),
         ]);
+        table.row(row);
     }
     table.write(out, "  ")
 }
@@ -322,7 +368,9 @@ fn warnings(out: &mut dyn Write, view: &View<'_>) -> io::Result<()> {
     }
     writeln!(out, "\nwarnings ({})", view.warnings.len())?;
     for w in &view.warnings {
-        writeln!(out, "  {} at 0x{:x}: {}", w.code, w.offset, escape::str(&w.located_message()))?;
+        let file = w.shard.map(|s| format!(" in file {}", s + 1)).unwrap_or_default();
+        let message = escape::str(&w.located_message()).into_owned();
+        writeln!(out, "  {}{file} at 0x{:x}: {message}", w.code, w.offset)?;
     }
     writeln!(out, "  (`sipllm validate` shows each with the bytes concerned)")
 }

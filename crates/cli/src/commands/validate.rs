@@ -2,7 +2,7 @@
 //! lines), a verdict per file, and the exit code contract: 0 valid, 1 invalid, 2 unreadable.
 
 use std::io::{self, BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use sipllm_streaming::{Backend, FileBacking, ReadAt};
@@ -14,11 +14,14 @@ use crate::render::escape;
 use crate::render::json::write_line;
 use crate::{Ctx, Exit};
 
-/// The outcome for one file.
+/// The outcome for one file (for a shard of a split set: for the whole set).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
     /// What was found, in file order (the fatal error, if any, last).
     pub findings: Vec<Finding>,
+    /// Per finding, the file its offset is in when that is not the file validated (another
+    /// shard of a split set); `None` for the file validated.
+    pub files: Vec<Option<PathBuf>>,
     /// The exit code this file implies.
     pub exit: Exit,
     /// How the file was read (`GGUF v3, strict profile`), when it could be parsed.
@@ -29,21 +32,44 @@ pub struct Outcome {
 pub fn check(path: &Path, settings: &OpenSettings, deny_warnings: bool) -> Outcome {
     match open_file(path, settings) {
         Ok(opened) => {
-            let findings: Vec<Finding> = opened
-                .gguf()
-                .map(|g| g.warnings().iter().map(Finding::from_gguf_warning).collect())
-                .unwrap_or_default();
+            let (findings, files): (Vec<Finding>, Vec<Option<PathBuf>>) = match opened.split() {
+                Some(set) => set
+                    .shards()
+                    .flat_map(|shard| {
+                        let file = shard.path().filter(|p| *p != path).map(Path::to_path_buf);
+                        let warnings = shard.gguf().warnings().iter();
+                        warnings.map(move |w| (Finding::from_gguf_warning(w), file.clone()))
+                    })
+                    .unzip(),
+                None => opened
+                    .gguf()
+                    .map(|g| g.warnings().iter().map(|w| (Finding::from_gguf_warning(w), None)))
+                    .into_iter()
+                    .flatten()
+                    .unzip(),
+            };
             let exit = if deny_warnings && !findings.is_empty() { Exit::Invalid } else { Exit::Ok };
-            Outcome { findings, exit, read_as: Some(read_as(&opened, settings)) }
+            Outcome { findings, files, exit, read_as: Some(read_as(&opened, settings)) }
         }
         Err(e) => {
             let exit = if is_invalid_file(&e) { Exit::Invalid } else { Exit::Trouble };
-            Outcome { findings: vec![Finding::from_stream_error(&e)], exit, read_as: None }
+            let file = e.path().filter(|p| *p != path).map(Path::to_path_buf);
+            Outcome {
+                findings: vec![Finding::from_stream_error(&e)],
+                files: vec![file],
+                exit,
+                read_as: None,
+            }
         }
     }
 }
 
 fn read_as(opened: &Opened, settings: &OpenSettings) -> String {
+    if let Some(set) = opened.split() {
+        let version = set.first().gguf().version();
+        let profile = settings.profile.name();
+        return format!("GGUF v{version}, a set of {} files, {profile} profile", set.shard_count());
+    }
     match (opened.format(), opened.gguf(), opened.llmw()) {
         (Format::Gguf, Some(g), _) => {
             format!("GGUF v{}, {} profile", g.version(), settings.profile.name())
@@ -79,11 +105,12 @@ pub fn run(args: &ValidateArgs, ctx: &Ctx) -> io::Result<Exit> {
         let outcome = check(path, &settings, args.deny_warnings);
         match args.format {
             ReportFormat::Json => {
-                for f in &outcome.findings {
+                for (f, file) in outcome.findings.iter().zip(&outcome.files) {
+                    let shown = file.as_deref().map(|p| p.display().to_string());
                     write_line(
                         &mut out,
                         &JsonFinding {
-                            file: &name,
+                            file: shown.as_deref().unwrap_or(&name),
                             severity: f.severity.name(),
                             code: f.code,
                             offset: f.offset,
@@ -97,9 +124,18 @@ pub fn run(args: &ValidateArgs, ctx: &Ctx) -> io::Result<Exit> {
             }
             ReportFormat::Human => {
                 let backing = FileBacking::open(path, Backend::Pread).ok();
-                let file = backing.as_ref().map(|b| b as &dyn ReadAt);
-                for f in &outcome.findings {
-                    let diag = FileDiagnostic::new(f.clone(), &name, file);
+                for (f, file) in outcome.findings.iter().zip(&outcome.files) {
+                    // A finding in another shard of a set is shown over that shard's bytes.
+                    let other;
+                    let (shown, bytes) = match file {
+                        Some(p) => {
+                            other = FileBacking::open(p, Backend::Pread).ok();
+                            (p.display().to_string(), other.as_ref())
+                        }
+                        None => (name.clone(), backing.as_ref()),
+                    };
+                    let diag =
+                        FileDiagnostic::new(f.clone(), &shown, bytes.map(|b| b as &dyn ReadAt));
                     out.write_all(renderer.render(&diag).as_bytes())?;
                 }
                 writeln!(out, "{}", verdict(&name, &outcome, &settings, args.deny_warnings))?;

@@ -185,9 +185,11 @@ pub fn run(args: &VerifyArgs, ctx: &Ctx) -> io::Result<Exit> {
             exit = Exit::Invalid;
         }
     }
+    let set = opened.split().map(|s| format!(" of a set of {} files", s.shard_count()));
     let summary = format!(
-        "verified {} tensors, {} bytes ({}) in {}: {}",
+        "verified {} tensors{}, {} bytes ({}) in {}: {}",
         group(lines.len() as u64),
+        set.unwrap_or_default(),
         group(bytes_read),
         human_bytes(bytes_read),
         duration(elapsed),

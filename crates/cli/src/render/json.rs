@@ -12,7 +12,7 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
 use crate::render::escape::is_unsafe_char;
-use crate::view::{Entry, TensorRow, Val, View, WarningRow};
+use crate::view::{Entry, SetFile, TensorRow, Val, View, WarningRow};
 
 /// A serde_json formatter that writes compact JSON and additionally escapes, as `\uXXXX`, the
 /// characters JSON allows raw but a terminal would act on (DEL, C1 controls, bidi overrides,
@@ -61,6 +61,8 @@ pub struct InspectDoc<'v, 'a> {
     data_offset: u64,
     kv_count: u64,
     tensor_count: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    split: Option<SplitDoc<'v>>,
     metadata: Metadata<'v, 'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tensors: Option<Vec<TensorDoc<'v, 'a>>>,
@@ -85,6 +87,11 @@ impl<'v, 'a> InspectDoc<'v, 'a> {
             data_offset: s.data_offset,
             kv_count: s.kv_count,
             tensor_count: s.tensor_count,
+            split: view.split.as_ref().map(|set| SplitDoc {
+                count: set.files.len(),
+                tensors_count: set.declared_tensors,
+                files: set.files.iter().map(SetFileDoc).collect(),
+            }),
             metadata: Metadata(entries),
             tensors: tensors.map(|ts| ts.into_iter().map(TensorDoc).collect()),
             warnings: view.warnings.iter().map(WarningDoc).collect(),
@@ -94,6 +101,27 @@ impl<'v, 'a> InspectDoc<'v, 'a> {
 
 #[derive(Debug)]
 struct Metadata<'v, 'a>(Vec<&'v Entry<'a>>);
+
+/// `"split"`: a split set's shard count, `split.tensors.count`, and files.
+#[derive(Debug, Serialize)]
+struct SplitDoc<'v> {
+    count: usize,
+    tensors_count: i32,
+    files: Vec<SetFileDoc<'v>>,
+}
+
+#[derive(Debug)]
+struct SetFileDoc<'v>(&'v SetFile);
+
+impl Serialize for SetFileDoc<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(3))?;
+        map.serialize_entry("path", &self.0.name)?;
+        map.serialize_entry("file_size", &self.0.file_size)?;
+        map.serialize_entry("tensors", &self.0.tensors)?;
+        map.end()
+    }
+}
 
 impl Serialize for Metadata<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -199,11 +227,14 @@ pub struct TensorDoc<'v, 'a>(pub &'v TensorRow<'a>);
 impl Serialize for TensorDoc<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let t = self.0;
-        let mut map = s.serialize_map(Some(7))?;
+        let mut map = s.serialize_map(Some(7 + usize::from(t.shard.is_some())))?;
         map.serialize_entry("name", &Bytes(t.name))?;
         map.serialize_entry("ggml_type", &GgmlTypeName(t.ggml_type))?;
         map.serialize_entry("ne", t.ne.as_slice())?;
         map.serialize_entry("shape", t.shape().as_slice())?;
+        if let Some(shard) = t.shard {
+            map.serialize_entry("shard", &shard)?;
+        }
         map.serialize_entry("offset", &t.offset)?;
         map.serialize_entry("abs_offset", &t.abs_offset)?;
         map.serialize_entry("nbytes", &t.nbytes)?;
@@ -225,7 +256,10 @@ impl Serialize for GgmlTypeName {
 struct WarningDoc<'v>(#[serde(serialize_with = "warning")] &'v WarningRow);
 
 fn warning<S: Serializer>(w: &&WarningRow, s: S) -> Result<S::Ok, S::Error> {
-    let mut map = s.serialize_map(Some(3))?;
+    let mut map = s.serialize_map(Some(3 + usize::from(w.shard.is_some())))?;
+    if let Some(shard) = w.shard {
+        map.serialize_entry("shard", &shard)?;
+    }
     map.serialize_entry("code", w.code)?;
     map.serialize_entry("offset", &w.offset)?;
     map.serialize_entry("message", &w.located_message())?;

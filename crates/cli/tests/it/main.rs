@@ -8,6 +8,7 @@
 //! * `commands`: `read`, `verify`, `tensors`, `completions`, `.llmw` files;
 //! * `edit`: `edit` out of place and in place, every refusal, crashes and recovery;
 //! * `convert`: `convert` round trips and refusals, and `make-toy`;
+//! * `split`: `split` and `merge`, and every reading command on a split set;
 //! * `terminal`: colors and binary output on a pseudo-terminal.
 
 mod commands;
@@ -17,5 +18,6 @@ mod edit;
 mod exit_codes;
 mod files;
 mod golden;
+mod split;
 mod support;
 mod terminal;

@@ -39,7 +39,7 @@ pub enum SplitLimit {
 pub struct SplitOptions {
     /// When to start a new shard.
     pub limit: SplitLimit,
-    /// Where the shards go (default: the input's directory). They are named
+    /// Where the shards go (default: the input's directory; created if missing). They are named
     /// `<stem>-NNNNN-of-NNNNN.gguf`, `<stem>` being the input's name without `.gguf`.
     pub out_dir: Option<PathBuf>,
     /// Make the first shard metadata-only, with no tensors (gguf-split's
@@ -200,13 +200,18 @@ pub fn split_file(src: &Path, options: &SplitOptions) -> Result<Vec<WrittenFile>
 
     let dir = match &options.out_dir {
         Some(d) => d.clone(),
-        None => src.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).into(),
+        // Beside the input; a bare file name has an empty parent, and stays a bare name.
+        None => src.parent().unwrap_or(Path::new("")).to_path_buf(),
     };
     let stem = match src.extension() {
         Some(ext) if ext == "gguf" => src.file_stem(),
         _ => src.file_name(),
     }
     .ok_or_else(|| refuse("the path has no file name".into()))?;
+    if !dir.as_os_str().is_empty() {
+        std::fs::create_dir_all(&dir)
+            .map_err(|source| StreamError::Create { path: dir.clone(), source })?;
+    }
     let prefix = dir.join(stem);
     let data =
         File::open(src).map_err(|source| StreamError::Open { path: src.to_path_buf(), source })?;
