@@ -310,6 +310,12 @@ impl<'a> GgufWriter<'a> {
         &self.kvs
     }
 
+    /// The pairs, in order (mutable: reorder, insert, remove; keys must stay unique, which
+    /// [`layout`](Self::layout) checks).
+    pub fn kvs_mut(&mut self) -> &mut Vec<(Cow<'a, [u8]>, Value<'a>)> {
+        &mut self.kvs
+    }
+
     /// Appends a tensor info.
     pub fn add_tensor(&mut self, tensor: TensorDesc<'a>) -> &mut Self {
         self.tensors.push(tensor);

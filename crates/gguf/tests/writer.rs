@@ -200,6 +200,13 @@ fn set_replaces_in_place_and_remove_removes() {
     let keys: Vec<_> = g2.metadata().map(|e| e.key.as_str().unwrap().to_string()).collect();
     assert_eq!(keys, ["b", "c", "d"]);
     assert_eq!(g2.get_str("b"), Some("a longer value"));
+    // kvs_mut reorders; a duplicate it lets in is refused by the layout.
+    let d = w.kvs_mut().pop().unwrap();
+    w.kvs_mut().insert(0, d.clone());
+    let keys: Vec<_> = w.kvs().iter().map(|(k, _)| k.to_vec()).collect();
+    assert_eq!(keys, [b"d".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+    w.kvs_mut().push(d);
+    assert_eq!(w.layout().unwrap_err(), WriteError::DuplicateKey { key: "d".into() });
 }
 
 #[test]

@@ -20,11 +20,13 @@
 //!    file (or absent) until the new one is complete, checked and synced.
 //! 5. **In place** (`--in-place`): [`GgufWriter::pad_to`] makes the new header end exactly at
 //!    FILE's data offset (adding a padding pair if it shrank) or says how many bytes are
-//!    missing; the tensors must already lie where the new header puts them. Then the
-//!    crash-safe sequence of [`backup`]: the old header region is saved to a sidecar
-//!    (`.NAME.header-backup`, synced, renamed into place), the new header is written over the
-//!    old one and synced, the sidecar is removed. A crash in between leaves the sidecar; every
-//!    later `edit` of FILE refuses until `sipllm edit --recover FILE` puts the old header back.
+//!    missing; the tensors must already lie where the new header puts them. The padding pair
+//!    goes right after the last edited pair, so only the blocks between the first edit and the
+//!    padding change. Then the crash-safe sequence of [`backup`]: the old bytes of the changed
+//!    4 KiB blocks are saved to a sidecar (`.NAME.header-backup`, synced, renamed into place),
+//!    the new bytes are written over them and synced, the sidecar is removed. A crash in
+//!    between leaves the sidecar; every later `edit` of FILE refuses until
+//!    `sipllm edit --recover FILE` puts the old bytes back.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -645,7 +647,7 @@ pub fn check_written(
     let gguf = written.gguf();
     let header = gguf.bytes().get(..usize::try_from(header_len).unwrap_or(usize::MAX));
     let got = header.map(xxhash_rust::xxh3::xxh3_64);
-    if got != Some(header_hash) || gguf.data_offset() != header_len && !planned.is_empty() {
+    if got != Some(header_hash) || (gguf.data_offset() != header_len && !planned.is_empty()) {
         return Err("its header differs from the planned one".to_owned());
     }
     check_tensors(&written, planned, source)
@@ -726,6 +728,8 @@ struct Rewritten {
     planned: Vec<Planned>,
     /// Header length and XXH3 of the header written.
     header: (u64, u64),
+    /// Bytes actually rewritten (the changed 4 KiB blocks).
+    rewritten: u64,
     applied: Applied,
     keys: (usize, usize),
     padding: u64,
@@ -746,14 +750,15 @@ fn in_place(path: &Path, model: Model, file: &File, edits: Vec<Edit>) -> io::Res
         Err(exit) => return Ok(exit),
     };
     drop(model);
-    let Rewritten { planned, header, applied, keys, padding } = done;
+    let Rewritten { planned, header, rewritten, applied, keys, padding } = done;
     let mut o = io::stdout().lock();
     writeln!(o, "edited {name} in place")?;
     for line in &applied.lines {
         writeln!(o, "  {line}")?;
     }
     let mut line = format!(
-        "header: {} bytes rewritten ({} -> {} keys); data offset unchanged",
+        "header: {} of its {} bytes rewritten ({} -> {} keys); data offset unchanged",
+        group(rewritten),
         group(header.0),
         keys.0,
         keys.1
@@ -806,7 +811,7 @@ fn rewrite_header(
     let mut writer = GgufWriter::from_gguf(gguf);
     let applied = apply(&mut writer, edits, Mode::InPlace { alignment: gguf.alignment() }, name)
         .map_err(|m| usage_error(&m))?;
-    let padding = match writer.pad_to(data_offset) {
+    let padding = match fit_in_place(&mut writer, gguf) {
         Ok(p) => p,
         Err(WriteError::HeaderTooLarge { missing }) => {
             return Err(usage_error(&format!(
@@ -826,6 +831,7 @@ fn rewrite_header(
         }
         Err(e) => return Err(invalid(&e)),
     };
+    place_padding(&mut writer, gguf);
     let layout = writer.layout().map_err(|e| invalid(&e))?;
     // The new header describes the data where the canonical layout puts it: that must be where
     // it already is (true for every file written by ggml, gguf-py or this writer).
@@ -846,18 +852,19 @@ fn rewrite_header(
     let Some(old_header) = gguf.bytes().get(..new_header.len()) else {
         return Err(usage_error("the file's header could not be read whole"));
     };
-    if old_header == new_header.as_slice() {
+    let runs = backup::changed_runs(old_header, &new_header);
+    if runs.is_empty() {
         return Ok(None);
     }
-
-    let backup_path = backup::write(path, old_header).map_err(|e| {
+    let file_len = src.store().file_size();
+    let backup_path = backup::write(path, file_len, old_header, &runs).map_err(|e| {
         usage_error(&format!(
             "cannot write the header backup beside {name}: {e}; {name} was not changed"
         ))
     })?;
-    if let Err(e) = backup::overwrite_header(file, &new_header) {
-        // Put the old header back right away; if that fails too, the backup stays.
-        if backup::overwrite_header(file, old_header).is_ok()
+    if let Err(e) = backup::overwrite(file, &new_header, &runs) {
+        // Put the old bytes back right away; if that fails too, the backup stays.
+        if backup::overwrite(file, old_header, &runs).is_ok()
             && backup::remove(&backup_path).is_ok()
         {
             return Err(usage_error(&format!(
@@ -880,10 +887,64 @@ fn rewrite_header(
     Ok(Some(Rewritten {
         planned,
         header: (new_header.len() as u64, xxhash_rust::xxh3::xxh3_64(&new_header)),
+        rewritten: runs.iter().map(|r| r.len() as u64).sum(),
         applied,
         keys: (gguf.kv_len(), writer.kvs().len()),
         padding,
     }))
+}
+
+/// [`GgufWriter::pad_to`] for an in-place edit: the header is made to end where the source's
+/// directory ended (so, with [`place_padding`], every byte after the edits stays where it was)
+/// when a padding pair can do that; otherwise at the source's data offset (absorbing its
+/// alignment padding). Returns the padding pair's size (0: none).
+fn fit_in_place(writer: &mut GgufWriter<'_>, source: &Gguf<Vec<u8>>) -> Result<u64, WriteError> {
+    let dir_end = source.directory().directory_end();
+    let data_offset = source.data_offset();
+    if dir_end < data_offset {
+        let mut exact = writer.clone();
+        if let Ok(p) = exact.pad_to(dir_end)
+            && p > 0
+            && exact.layout().map(|l| l.header_len) == Ok(data_offset)
+        {
+            *writer = exact;
+            return Ok(p);
+        }
+    }
+    writer.pad_to(data_offset)
+}
+
+/// Moves the padding pair [`GgufWriter::pad_to`] appended to just before the pairs the edits
+/// left as they were at the end (the longest common suffix with the source's pairs), or to
+/// where an earlier padding pair was if that lies in the suffix, so the bytes that change —
+/// and must be backed up and rewritten — are only those between the first edit and the
+/// padding, not the whole vocabulary after it. (Where it goes does not change the header's
+/// length.)
+fn place_padding(writer: &mut GgufWriter<'_>, source: &Gguf<Vec<u8>>) {
+    let pad = PADDING_KEY.as_bytes();
+    let old: Vec<(&[u8], Value<'_>)> = source
+        .metadata()
+        .filter(|e| e.key.as_bytes() != pad)
+        .map(|e| (e.key.as_bytes(), Value::from(e.value)))
+        .collect();
+    let kvs = writer.kvs_mut();
+    let Some(at) = kvs.iter().position(|(k, _)| k.as_ref() == pad) else { return };
+    let pair = kvs.remove(at);
+    let same = old
+        .iter()
+        .rev()
+        .zip(kvs.iter().rev())
+        .take_while(|((ok, ov), (nk, nv))| *ok == nk.as_ref() && ov == nv)
+        .count();
+    let mut to = kvs.len().saturating_sub(same);
+    // An earlier padding pair inside the unchanged suffix: keep the new one in its place.
+    if let Some(q) = source.metadata().position(|e| e.key.as_bytes() == pad) {
+        let tail = old.len().saturating_sub(q);
+        if same >= tail {
+            to = kvs.len().saturating_sub(tail);
+        }
+    }
+    kvs.insert(to, pair);
 }
 
 fn check_in_place(
@@ -918,9 +979,10 @@ fn recover(path: &Path) -> io::Result<Exit> {
             let mut o = io::stdout().lock();
             writeln!(
                 o,
-                "restored the header of {} ({} bytes) from {}; removed the backup",
-                display(path),
+                "restored {} bytes of the header of {} from {}; the header checks out; removed \
+                 the backup",
                 group(n),
+                display(path),
                 display(&backup)
             )?;
             o.flush()?;
@@ -934,27 +996,45 @@ pub mod backup {
     //! The crash-safe steps of an in-place header rewrite, as separate functions (the tests call
     //! them one by one to simulate a crash between any two).
     //!
-    //! 1. [`write()`]: the old header region `[0, data_offset)` goes to `.NAME.header-backup`
-    //!    beside the model — through a temporary file that is synced and renamed, so the backup
-    //!    exists only once it is complete;
-    //! 2. [`overwrite_header`]: the new header (same length) is written at offset 0 and synced;
+    //! 0. [`changed_runs`]: the 4 KiB blocks of the header region `[0, data_offset)` whose bytes
+    //!    change (an edit near the start with its padding pair right after it touches a block or
+    //!    two, not the whole 7.7 MB of a Llama-3 header);
+    //! 1. [`write()`]: those blocks' old bytes go to `.NAME.header-backup` beside the model,
+    //!    with the model's length, its data offset and the XXH3 of its whole old header region,
+    //!    the record itself checksummed — through a temporary file that is synced and renamed,
+    //!    so the backup exists only once it is complete;
+    //! 2. [`overwrite`]: the new bytes are written over those blocks and synced;
     //! 3. [`remove`]: the backup is removed and the directory synced.
     //!
     //! A crash before 1 completes leaves the model untouched (and at most a stray temporary). A
     //! crash after 1 leaves the backup, and [`pending`] makes every later `edit` refuse until
-    //! [`restore`] (`sipllm edit --recover FILE`) writes it back. Tensor data is never touched.
+    //! [`restore`] (`sipllm edit --recover FILE`) writes the old bytes back and checks the
+    //! whole header region against the recorded hash. Tensor data is never touched.
+    //!
+    //! The backup's layout (little-endian): `SIPLLMHB`, `u32` version 1, `u32` run count,
+    //! `u64` model length, `u64` data offset, `u64` XXH3-64 of the old `[0, data_offset)`; per
+    //! run `u64` offset, `u64` length and the old bytes; then `u64` XXH3-64 of all of the above.
 
     use std::fs::File;
     use std::io;
+    use std::ops::Range;
     use std::os::unix::fs::FileExt;
     use std::path::{Path, PathBuf};
 
-    use sipllm_gguf::{Limits, ParseOptions};
+    use sipllm_gguf::Limits;
     use sipllm_streaming::write::AtomicFile;
     use sipllm_streaming::{GgufFile, OpenOptions};
+    use xxhash_rust::xxh3::xxh3_64;
 
     use super::display;
     use crate::render::escape;
+    use crate::render::value::group;
+
+    /// The first 8 bytes of a backup.
+    pub const MAGIC: &[u8; 8] = b"SIPLLMHB";
+
+    /// Blocks compared and rewritten.
+    pub const BLOCK: usize = 4096;
 
     /// The backup's path: `.NAME.header-backup` in the model's directory.
     pub fn path_for(model: &Path) -> PathBuf {
@@ -981,18 +1061,66 @@ pub mod backup {
         ))
     }
 
-    /// Step 1: saves `header` (the model's current bytes `[0, data_offset)`) as the backup.
-    pub fn write(model: &Path, header: &[u8]) -> io::Result<PathBuf> {
+    /// The [`BLOCK`]-aligned runs where `old` and `new` (the same length) differ, adjacent
+    /// blocks merged.
+    pub fn changed_runs(old: &[u8], new: &[u8]) -> Vec<Range<usize>> {
+        let n = old.len().max(new.len());
+        let mut runs: Vec<Range<usize>> = Vec::new();
+        let mut at = 0;
+        while at < n {
+            let end = at.saturating_add(BLOCK).min(n);
+            if old.get(at..end) != new.get(at..end) {
+                match runs.last_mut() {
+                    Some(r) if r.end == at => r.end = end,
+                    _ => runs.push(at..end),
+                }
+            }
+            at = end;
+        }
+        runs
+    }
+
+    /// Step 1: saves the `runs` of `old_header` (the model's current `[0, data_offset)`) and
+    /// what is needed to check a restore, as the backup of `model` (`model_len` bytes long).
+    pub fn write(
+        model: &Path,
+        model_len: u64,
+        old_header: &[u8],
+        runs: &[Range<usize>],
+    ) -> io::Result<PathBuf> {
+        let mut rec = Vec::new();
+        rec.extend_from_slice(MAGIC);
+        rec.extend_from_slice(&1u32.to_le_bytes());
+        let count = u32::try_from(runs.len()).map_err(|_| io::Error::other("too many runs"))?;
+        rec.extend_from_slice(&count.to_le_bytes());
+        rec.extend_from_slice(&model_len.to_le_bytes());
+        rec.extend_from_slice(&(old_header.len() as u64).to_le_bytes());
+        rec.extend_from_slice(&xxh3_64(old_header).to_le_bytes());
+        for r in runs {
+            let bytes = old_header
+                .get(r.clone())
+                .ok_or_else(|| io::Error::other("a run lies outside the header"))?;
+            rec.extend_from_slice(&(r.start as u64).to_le_bytes());
+            rec.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+            rec.extend_from_slice(bytes);
+        }
+        let sum = xxh3_64(&rec);
+        rec.extend_from_slice(&sum.to_le_bytes());
         let path = path_for(model);
         let tmp = AtomicFile::create(&path)?;
-        tmp.file().write_all_at(header, 0)?;
+        tmp.file().write_all_at(&rec, 0)?;
         tmp.commit()?;
         Ok(path)
     }
 
-    /// Step 2: writes `header` over the start of the model and syncs it.
-    pub fn overwrite_header(model: &File, header: &[u8]) -> io::Result<()> {
-        model.write_all_at(header, 0)?;
+    /// Step 2: writes the `runs` of `header` over the model at the same offsets and syncs.
+    pub fn overwrite(model: &File, header: &[u8], runs: &[Range<usize>]) -> io::Result<()> {
+        for r in runs {
+            let bytes = header
+                .get(r.clone())
+                .ok_or_else(|| io::Error::other("a run lies outside the header"))?;
+            model.write_all_at(bytes, r.start as u64)?;
+        }
         model.sync_data()
     }
 
@@ -1006,9 +1134,46 @@ pub mod backup {
         Ok(())
     }
 
-    /// `--recover`: checks the backup is a complete GGUF header whose tensors fit the model,
-    /// writes it over the model's header, re-opens the model (strict), removes the backup.
-    /// Returns the backup's path and length.
+    /// A decoded backup.
+    struct Record<'a> {
+        model_len: u64,
+        data_offset: u64,
+        header_hash: u64,
+        runs: Vec<(u64, &'a [u8])>,
+    }
+
+    fn decode(rec: &[u8]) -> Option<Record<'_>> {
+        let (body, sum) = rec.split_at_checked(rec.len().checked_sub(8)?)?;
+        if xxh3_64(body) != u64::from_le_bytes(sum.try_into().ok()?) {
+            return None;
+        }
+        let mut at = 0usize;
+        let mut take = |n: usize| {
+            let b = body.get(at..at.checked_add(n)?)?;
+            at += n;
+            Some(b)
+        };
+        if take(8)? != MAGIC || take(4)? != 1u32.to_le_bytes() {
+            return None;
+        }
+        let u32_ = |b: &[u8]| b.try_into().ok().map(u32::from_le_bytes);
+        let u64_ = |b: &[u8]| b.try_into().ok().map(u64::from_le_bytes);
+        let count = u32_(take(4)?)?;
+        let model_len = u64_(take(8)?)?;
+        let data_offset = u64_(take(8)?)?;
+        let header_hash = u64_(take(8)?)?;
+        let mut runs = Vec::new();
+        for _ in 0..count {
+            let offset = u64_(take(8)?)?;
+            let len = usize::try_from(u64_(take(8)?)?).ok()?;
+            runs.push((offset, take(len)?));
+        }
+        (at == body.len()).then_some(Record { model_len, data_offset, header_hash, runs })
+    }
+
+    /// `--recover`: checks the backup (its own checksum, the model's length), writes the old
+    /// bytes back, checks the whole header region against the recorded hash, re-opens the model
+    /// (strict) and removes the backup. Returns the backup's path and the bytes restored.
     pub fn restore(model: &Path) -> Result<(PathBuf, u64), String> {
         let backup = path_for(model);
         let name = display(model);
@@ -1022,38 +1187,55 @@ pub mod backup {
             }
             Err(e) => return Err(format!("cannot read {bname}: {e}")),
         };
-        if meta.len() > Limits::default().max_header_bytes {
-            return Err(format!("{bname} is too large to be a GGUF header; it is not a backup"));
+        if meta.len() > Limits::default().max_header_bytes.saturating_mul(2) {
+            return Err(format!(
+                "{bname} is too large to be a header backup; {name} was not changed"
+            ));
         }
         let bytes = std::fs::read(&backup).map_err(|e| format!("cannot read {bname}: {e}"))?;
+        let rec = decode(&bytes).ok_or_else(|| {
+            format!(
+                "{bname} is not a header backup sipllm wrote (or it is damaged); {name} was not \
+                 changed. If {name} is intact (`sipllm validate {name}`), delete the backup"
+            )
+        })?;
         let file = File::options()
             .read(true)
             .write(true)
             .open(model)
             .map_err(|e| format!("cannot open {name} for writing: {e}"))?;
-        let model_len = file.metadata().map_err(|e| format!("cannot read {name}: {e}"))?.len();
-        let opts = ParseOptions::default().with_file_size(Some(model_len));
-        let gguf = sipllm_gguf::parse_with(&bytes[..], &opts).map_err(|e| {
-            format!(
-                "{bname} is not a complete GGUF header for {name} ({}); it was not written by an \
-                 in-place edit of this file. If {name} is intact (`sipllm validate {name}`), \
-                 delete the backup",
-                escape::str(&e.to_string())
-            )
-        })?;
-        if gguf.data_offset() != bytes.len() as u64 {
+        let len = file.metadata().map_err(|e| format!("cannot read {name}: {e}"))?.len();
+        if len != rec.model_len {
             return Err(format!(
-                "{bname} holds {} bytes but its header's data section starts at {}: it is not \
-                 a header backup; {name} was not changed",
-                bytes.len(),
-                gguf.data_offset()
+                "{name} is {} bytes, but it was {} when {bname} was made: it is not the file \
+                 the backup belongs to, so it was not changed",
+                group(len),
+                group(rec.model_len)
             ));
         }
-        super::backup::overwrite_header(&file, &bytes)
-            .map_err(|e| format!("writing the backup over {name}'s header failed: {e}"))?;
+        let mut restored = 0u64;
+        for (offset, old) in &rec.runs {
+            if offset.saturating_add(old.len() as u64) > rec.data_offset {
+                return Err(format!(
+                    "{bname} is damaged (a run past the header); {name} was not changed"
+                ));
+            }
+            file.write_all_at(old, *offset)
+                .map_err(|e| format!("writing the backup over {name}'s header failed: {e}"))?;
+            restored += old.len() as u64;
+        }
+        file.sync_data().map_err(|e| format!("syncing {name} failed: {e}"))?;
+        let mut header = vec![0u8; usize::try_from(rec.data_offset).unwrap_or(0)];
+        file.read_exact_at(&mut header, 0).map_err(|e| format!("cannot read {name}: {e}"))?;
+        if xxh3_64(&header) != rec.header_hash {
+            return Err(format!(
+                "after writing the backup back, {name}'s header does not match the one the \
+                 backup recorded; the backup {bname} is kept"
+            ));
+        }
         GgufFile::open(model, &OpenOptions::default()).map_err(|e| {
             format!(
-                "the backup was written back, but {name} still does not open ({}); the backup \
+                "the header is restored, but {name} still does not open ({}); the backup \
                  {bname} is kept",
                 escape::str(&e.to_string())
             )
@@ -1061,6 +1243,67 @@ pub mod backup {
         remove(&backup).map_err(|e| {
             format!("{name} is restored, but the backup {bname} could not be removed: {e}")
         })?;
-        Ok((backup, bytes.len() as u64))
+        Ok((backup, restored))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::single_range_in_vec_init)] // runs of bytes, one on purpose
+mod tests {
+    use super::*;
+    use sipllm_gguf::builder::{GgufBuilder, Value as B};
+
+    #[test]
+    fn changed_runs_are_whole_blocks_merged() {
+        let old = vec![0u8; 3 * backup::BLOCK + 10];
+        assert!(backup::changed_runs(&old, &old).is_empty());
+        let mut new = old.clone();
+        new[5] = 1;
+        new[backup::BLOCK + 1] = 1;
+        assert_eq!(backup::changed_runs(&old, &new), [0..2 * backup::BLOCK]);
+        new[3 * backup::BLOCK + 9] = 1;
+        assert_eq!(
+            backup::changed_runs(&old, &new),
+            [0..2 * backup::BLOCK, 3 * backup::BLOCK..old.len()]
+        );
+    }
+
+    /// An edit near the start of a large header touches a block or two: the padding pair goes
+    /// right after the edited pair, not after the vocabulary.
+    #[test]
+    fn an_in_place_edit_near_the_start_changes_a_few_blocks() {
+        let tokens: Vec<String> = (0..20_000).map(|i| format!("token{i}")).collect();
+        let bytes = GgufBuilder::new()
+            .kv("general.architecture", B::str("llama"))
+            .kv("general.name", B::str("a name long enough to shrink by more than 41 bytes!!"))
+            .kv("tokenizer.ggml.tokens", B::strings(&tokens))
+            .kv(
+                "tokenizer.chat_template",
+                B::str("{{ x }} and a tail long enough to cut: 41+ bytes"),
+            )
+            .tensor("t", GgmlType::F32, &[8])
+            .build();
+        let g =
+            sipllm_gguf::parse_with(bytes.clone(), &sipllm_gguf::ParseOptions::default()).unwrap();
+        let header = &bytes[..g.data_offset() as usize];
+        assert!(header.len() > 50 * backup::BLOCK);
+        let edit = |key: &str, value: &'static str| {
+            let mut w = GgufWriter::from_gguf(&g);
+            w.set(key.as_bytes().to_vec(), Value::str(value));
+            assert!(fit_in_place(&mut w, &g).unwrap() > 0);
+            place_padding(&mut w, &g);
+            w.header_bytes().unwrap()
+        };
+        let new = edit("general.name", "x");
+        assert_eq!(new.len(), header.len());
+        assert_eq!(backup::changed_runs(header, &new), [0..backup::BLOCK]);
+        let parsed = sipllm_gguf::parse_with(&new[..], &Default::default()).unwrap();
+        let keys: Vec<&[u8]> = parsed.metadata().map(|e| e.key.as_bytes()).collect();
+        assert_eq!(keys[2], PADDING_KEY.as_bytes(), "right after the edited pair");
+        // Editing a pair after the vocabulary changes the count field and the tail only.
+        let new = edit("tokenizer.chat_template", "{{ y }}");
+        let runs = backup::changed_runs(header, &new);
+        assert_eq!(runs.first(), Some(&(0..backup::BLOCK)));
+        assert!(runs.iter().map(|r| r.len()).sum::<usize>() <= 3 * backup::BLOCK, "{runs:?}");
     }
 }

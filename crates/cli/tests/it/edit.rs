@@ -468,6 +468,7 @@ fn a_killed_or_failed_write_leaves_the_old_file_or_nothing() {
 }
 
 #[test]
+#[allow(clippy::single_range_in_vec_init)] // one run of bytes, on purpose
 fn an_interrupted_in_place_edit_is_refused_until_recovered() {
     let dir = temp_dir("edit-recover");
     let original = model().build();
@@ -477,10 +478,12 @@ fn an_interrupted_in_place_edit_is_refused_until_recovered() {
 
     // Simulate a crash in the middle of step 2: the backup is complete (step 1), the header
     // half overwritten.
-    let backup_path = backup::write(&path, &original[..data_offset]).unwrap();
+    let len = original.len() as u64;
+    let whole = [0..data_offset];
+    let backup_path = backup::write(&path, len, &original[..data_offset], &whole).unwrap();
     assert_eq!(backup_path, dir.join(".m.gguf.header-backup"));
     let torn = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-    backup::overwrite_header(&torn, &vec![0xAB; data_offset / 2]).unwrap();
+    backup::overwrite(&torn, &vec![0xAB; data_offset], &[0..data_offset / 2]).unwrap();
     drop(torn);
     assert_eq!(sipllm(&dir, &["validate", &file]).code, Some(1), "the header is torn");
 
@@ -510,13 +513,13 @@ fn an_interrupted_in_place_edit_is_refused_until_recovered() {
 
     // A crash after step 2 (new header complete, backup still there): recovery puts the old
     // header back, which is also a consistent file.
-    backup::write(&path, &original[..data_offset]).unwrap();
+    backup::write(&path, len, &original[..data_offset], &whole).unwrap();
     let run = sipllm(&dir, &["edit", &file, "--in-place", "--set", "general.name=str:n"]);
     assert_eq!(run.code, Some(2), "refused while the backup exists");
     std::fs::remove_file(&backup_path).unwrap();
     let run = sipllm(&dir, &["edit", &file, "--in-place", "--set", "general.name=str:n"]);
     assert_eq!(run.code, Some(0), "{}", run.transcript());
-    backup::write(&path, &original[..data_offset]).unwrap();
+    backup::write(&path, len, &original[..data_offset], &whole).unwrap();
     let run = sipllm(&dir, &["edit", "--recover", &file]);
     assert_eq!(run.code, Some(0), "{}", run.transcript());
     assert_eq!(std::fs::read(&path).unwrap(), original);
@@ -528,6 +531,12 @@ fn an_interrupted_in_place_edit_is_refused_until_recovered() {
     transcript.push_str(&format!("$ sipllm edit --recover m.gguf\n{}\n", run.transcript()));
     assert_eq!(std::fs::read(&path).unwrap(), original);
     assert!(backup_path.exists(), "a backup that cannot be used is kept");
+    // Nor is a backup made for a file of another length.
+    backup::write(&path, len + 1, &original[..data_offset], &whole).unwrap();
+    let run = sipllm(&dir, &["edit", "--recover", &file]);
+    assert_eq!(run.code, Some(2));
+    transcript.push_str(&format!("$ sipllm edit --recover m.gguf\n{}\n", run.transcript()));
+    assert_eq!(std::fs::read(&path).unwrap(), original);
     golden("edit/recover.txt", &transcript);
 }
 
