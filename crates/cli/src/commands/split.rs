@@ -56,15 +56,16 @@ pub fn file_table(out: &mut dyn Write, written: &[WrittenFile]) -> io::Result<()
     let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
     let counts: Vec<String> = written.iter().map(|w| group(w.tensors as u64)).collect();
     let cwidth = counts.iter().map(String::len).max().unwrap_or(0);
-    for ((w, name), count) in written.iter().zip(&names).zip(&counts) {
+    let sizes: Vec<String> = written.iter().map(|w| group(w.file_size)).collect();
+    let swidth = sizes.iter().map(String::len).max().unwrap_or(0);
+    for (((w, name), count), size) in written.iter().zip(&names).zip(&counts).zip(&sizes) {
         let pad = width - name.chars().count();
         let unit = if w.tensors == 1 { "tensor " } else { "tensors" };
+        let human = human_bytes(w.file_size);
         writeln!(
             out,
-            "  {name}{:pad$}  {count:>cwidth$} {unit}  {} bytes ({})",
-            "",
-            group(w.file_size),
-            human_bytes(w.file_size)
+            "  {name}{:pad$}  {count:>cwidth$} {unit}  {size:>swidth$} bytes ({human})",
+            ""
         )?;
     }
     Ok(())
