@@ -639,3 +639,20 @@ fn a_type_llama_cpp_would_refuse_gets_a_note() {
          will not load there\n"
     );
 }
+
+#[test]
+fn out_of_place_the_alignment_may_change() {
+    let dir = temp_dir("edit-alignment");
+    let src = write(&dir, "m.gguf", &model().build());
+    let run = sipllm(&dir, &["edit", &src, "-o", "a.gguf", "--set", "general.alignment=u32:256"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    let bytes = std::fs::read(dir.join("a.gguf")).unwrap();
+    let g = sipllm_gguf::parse(&bytes).unwrap();
+    assert_eq!(g.alignment(), 256);
+    assert!(g.tensor_infos().iter().all(|t| t.abs_offset() % 256 == 0));
+    assert_eq!(manifest(&dir, "a.gguf", "sha256"), manifest(&dir, &src, "sha256"));
+    // And back: deleting the key returns to 32 and to the source's bytes.
+    let run = sipllm(&dir, &["edit", "a.gguf", "-o", "b.gguf", "--delete", "general.alignment"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert_eq!(std::fs::read(dir.join("b.gguf")).unwrap(), model().build());
+}
