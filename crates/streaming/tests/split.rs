@@ -723,3 +723,48 @@ fn a_failed_split_leaves_no_partial_set_and_merge_never_overwrites_a_shard() {
     assert!(e.to_string().ends_with("is one of the shards"), "{e}");
     assert_eq!(fs::read(&shards[1].path).unwrap(), before);
 }
+
+#[test]
+fn corrupt_and_truncated_shards_give_coded_errors_never_panics() {
+    let dir = TempDir::new("hostile");
+    let original = dir.join("m.gguf");
+    fs::write(&original, many_tensor_model(6, None)).unwrap();
+    let written = split_file(&original, &SplitOptions::new(SplitLimit::Tensors(3))).unwrap();
+    let second = fs::read(&written[1].path).unwrap();
+    let header_len = {
+        let g = GgufFile::open(&written[1].path, &opts()).unwrap();
+        g.gguf().data_offset() as usize
+    };
+    let mut outcomes = std::collections::BTreeMap::<&'static str, usize>::new();
+    let mut check = |bytes: &[u8]| {
+        fs::write(&written[1].path, bytes).unwrap();
+        match Model::open(&written[0].path, &opts()) {
+            Ok(model) => {
+                // Whatever opened reads in bounds, or fails with a code.
+                for t in model.tensors() {
+                    let mut buf = vec![0u8; t.byte_len().unwrap_or(0)];
+                    if let Err(e) = model.read_raw(t, &mut buf) {
+                        assert!(!e.code().is_empty());
+                    }
+                }
+                *outcomes.entry("ok").or_default() += 1;
+            }
+            Err(e) => {
+                assert!(!e.help().is_empty(), "{e}");
+                *outcomes.entry(e.code()).or_default() += 1;
+            }
+        }
+    };
+    for len in 0..second.len() {
+        check(&second[..len]);
+    }
+    for i in 0..header_len {
+        let mut bytes = second.clone();
+        bytes[i] ^= 0x5A;
+        check(&bytes);
+    }
+    // The header's split keys are in the corrupted range: some corruptions must hit them.
+    assert!(outcomes.keys().any(|k| k.starts_with("stream::split::")), "{outcomes:?}");
+    fs::write(&written[1].path, &second).unwrap();
+    assert!(Model::open(&written[0].path, &opts()).unwrap().split().is_some());
+}

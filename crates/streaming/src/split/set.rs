@@ -234,19 +234,16 @@ impl SplitFile {
                     reference,
                 });
             }
-            check_index(&o, no, count)?;
-            let slot = slots.get_mut(usize::from(no));
-            match slot {
-                Some(Some(earlier)) => {
-                    return Err(StreamError::SplitDuplicateShard {
-                        first: earlier.path(),
-                        second: o.path(),
-                        split_no: no,
-                    });
-                }
-                Some(slot) => *slot = Some(o),
-                None => unreachable_index()?,
+            let bad_index = || StreamError::SplitBadIndex { path: o.path(), split_no: no, count };
+            let slot = slots.get_mut(usize::from(no)).ok_or_else(bad_index)?;
+            if let Some(earlier) = slot {
+                return Err(StreamError::SplitDuplicateShard {
+                    first: earlier.path(),
+                    second: o.path(),
+                    split_no: no,
+                });
             }
+            *slot = Some(o);
         }
         let mut shards = Vec::with_capacity(slots.len());
         for (i, slot) in slots.into_iter().enumerate() {
@@ -494,11 +491,6 @@ fn check_index(o: &Opened, no: u16, count: u16) -> Result<(), StreamError> {
         return Err(StreamError::SplitBadIndex { path: o.path(), split_no: no, count });
     }
     Ok(())
-}
-
-fn unreachable_index() -> Result<(), StreamError> {
-    // `check_index` keeps every split.no below the number of slots.
-    Err(StreamError::SplitNotASet { path: None, count: None })
 }
 
 fn too_large(base: u64) -> StreamError {
