@@ -1213,6 +1213,12 @@ pub mod backup {
                 group(rec.model_len)
             ));
         }
+        if rec.data_offset > len.min(Limits::default().max_header_bytes) {
+            return Err(format!(
+                "{bname} is damaged (its header would end past {name} or the header limit); \
+                 {name} was not changed"
+            ));
+        }
         let mut restored = 0u64;
         for (offset, old) in &rec.runs {
             if offset.saturating_add(old.len() as u64) > rec.data_offset {
