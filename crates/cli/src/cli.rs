@@ -60,7 +60,7 @@ pub enum Command {
     /// formats).
     MakeToy(MakeToyArgs),
     /// Split a GGUF file into a set of shards, as llama.cpp's gguf-split does
-    /// (<stem>-00001-of-0000N.gguf …).
+    /// (`<stem>-00001-of-0000N.gguf` …).
     ///
     /// Shard 1 holds all the metadata; every shard gets split.no, split.count and
     /// split.tensors.count. Tensor data is copied, never held in memory. See docs/split.md.
@@ -379,7 +379,7 @@ pub struct SplitArgs {
 /// `sipllm merge`.
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// A shard of the set (normally the first, <prefix>-00001-of-0000N.gguf); the others are
+    /// A shard of the set (normally the first, `<prefix>-00001-of-0000N.gguf`); the others are
     /// found by name.
     pub shard: PathBuf,
 
