@@ -58,33 +58,30 @@ pub struct Finding {
 impl Finding {
     /// A GGUF parse error.
     pub fn from_gguf_error(e: &sipllm_gguf::Error) -> Finding {
-        let at = (e.offset(), e.len());
-        Finding::parsed(Severity::Error, e.code(), e.message(), e.path(), at, e.help())
+        Finding::parsed(Severity::Error, e)
     }
 
     /// A GGUF warning.
     pub fn from_gguf_warning(w: &sipllm_gguf::Warning) -> Finding {
-        let at = (w.offset(), w.len());
-        Finding::parsed(Severity::Warning, w.code(), w.message(), w.path(), at, w.help())
+        Finding::parsed(Severity::Warning, w)
     }
 
     /// A `.llmw` parse error.
     pub fn from_llmw_error(e: &sipllm_llmw::Error) -> Finding {
-        let at = (e.offset(), e.len());
-        Finding::parsed(Severity::Error, e.code(), e.message(), e.path(), at, e.help().into())
+        Finding::parsed(Severity::Error, e)
     }
 
-    /// A parser's finding: its logical path escaped, its byte range `(offset, len)`.
-    fn parsed(
-        severity: Severity,
-        code: &'static str,
-        message: String,
-        path: &dyn fmt::Display,
-        (offset, len): (u64, u64),
-        help: String,
-    ) -> Finding {
-        let path = escape::str(&path.to_string()).into_owned();
-        Finding { severity, code, message, path, offset: Some(offset), len, help }
+    /// A parser's finding (either format's): its logical path escaped, its byte range.
+    fn parsed<K: sipllm_gguf::Kind>(severity: Severity, f: &sipllm_gguf::Finding<K>) -> Finding {
+        Finding {
+            severity,
+            code: f.code(),
+            message: f.message(),
+            path: escape::str(&f.path().to_string()).into_owned(),
+            offset: Some(f.offset()),
+            len: f.len(),
+            help: f.help().to_owned(),
+        }
     }
 
     /// Why a file could not be opened or read: the parser's error when there is one (GGUF or
@@ -113,7 +110,7 @@ impl Finding {
                 // The GGUF parser knows one more history than the sniffing does: "FUGG" is the
                 // byte-swapped magic of pre-release GGUF files.
                 let help = if found == b"FUGG" {
-                    sipllm_gguf::ErrorKind::BadMagic { found: *found }.help()
+                    sipllm_gguf::ErrorKind::BadMagic { found: *found }.help().to_owned()
                 } else {
                     e.help()
                 };

@@ -88,7 +88,7 @@ pub(crate) fn check_error(target: &str, e: &Error, input_len: u64) {
     assert_safe_text(target, "error path", &e.path().to_string(), false);
     let help = e.help();
     assert!(!help.is_empty(), "{target}: error {} has no help", e.code());
-    assert_safe_text(target, "error help", &help, true);
+    assert_safe_text(target, "error help", help, true);
     assert_eq!(e.path().is_empty(), e.path().segments().is_empty());
 }
 
@@ -101,7 +101,7 @@ fn check_warning(target: &str, w: &Warning, input_len: u64) {
     assert_safe_text(target, "warning path", &w.path().to_string(), false);
     let help = w.help();
     assert!(!help.is_empty(), "{target}: warning {} has no help", w.code());
-    assert_safe_text(target, "warning help", &help, true);
+    assert_safe_text(target, "warning help", help, true);
 }
 
 fn span_inside(target: &str, what: &str, span: Span, outer: Span) {

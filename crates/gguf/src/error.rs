@@ -11,63 +11,81 @@ use std::fmt;
 use crate::ggml::GgmlType;
 use crate::value::ValueType;
 
-/// A fatal parse error: the file does not satisfy the selected profile.
+/// What a [`Finding`] is about: a kind with a stable code and a help text. Implemented by
+/// [`ErrorKind`], [`WarningKind`] and the sibling formats' error kinds.
+pub trait Kind: fmt::Display {
+    /// The stable code, e.g. `gguf::header::bad_magic`.
+    fn code(&self) -> &'static str;
+    /// What to check or change.
+    fn help(&self) -> &'static str;
+}
+
+/// A finding about a file: **what** (a kind with a stable code and help), **where** (an
+/// absolute byte range and a logical [`Path`]). [`Error`] and [`Warning`] are findings; the
+/// `.llmw` parser's error is one too, so every consumer renders them the same way.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    kind: ErrorKind,
+pub struct Finding<K> {
+    kind: K,
     offset: u64,
     len: u64,
     path: Path,
 }
 
-impl Error {
-    pub(crate) fn new(kind: ErrorKind, offset: u64, len: u64, path: Path) -> Error {
-        Error { kind, offset, len, path }
+/// A fatal parse error: the file does not satisfy the selected profile.
+pub type Error = Finding<ErrorKind>;
+
+/// A non-fatal finding: the file is readable under the profile, but something deserves a look.
+pub type Warning = Finding<WarningKind>;
+
+impl<K: Kind> Finding<K> {
+    /// A finding of `kind` about the `len` bytes at `offset`, at `path`.
+    pub fn new(kind: K, offset: u64, len: u64, path: Path) -> Finding<K> {
+        Finding { kind, offset, len, path }
     }
 
     /// What is wrong.
-    pub fn kind(&self) -> &ErrorKind {
+    pub fn kind(&self) -> &K {
         &self.kind
     }
 
-    /// Absolute byte offset of the offending bytes, from the start of the GGUF.
+    /// Absolute byte offset of the bytes concerned, from the start of the file.
     pub fn offset(&self) -> u64 {
         self.offset
     }
 
-    /// Length of the offending byte range (0 when the problem is a position, e.g. the end of
-    /// input).
+    /// Length of the byte range concerned (0 when the finding is about a position, e.g. the
+    /// end of the input).
     pub fn len(&self) -> u64 {
         self.len
     }
 
-    /// True when the error points at a position rather than a byte range.
+    /// True when the finding points at a position rather than a byte range.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
-    /// Where in the file's logical structure the problem is.
+    /// Where in the file's logical structure.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// The stable code of the kind, e.g. `gguf::header::bad_magic`.
+    /// The stable code of the kind (an error a profile tolerates keeps its error's code).
     pub fn code(&self) -> &'static str {
         self.kind.code()
     }
 
-    /// What to check or change to fix the problem.
-    pub fn help(&self) -> String {
+    /// What to check or change.
+    pub fn help(&self) -> &'static str {
         self.kind.help()
     }
 
-    /// The message without the location (what [`ErrorKind`]'s `Display` says).
+    /// The message without the location (the kind's `Display`).
     pub fn message(&self) -> String {
         self.kind.to_string()
     }
 }
 
-impl fmt::Display for Error {
+impl<K: Kind> fmt::Display for Finding<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.path.is_empty() {
             write!(f, "{} (at byte {})", self.kind, self.offset)
@@ -77,7 +95,7 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl<K: Kind + fmt::Debug> std::error::Error for Finding<K> {}
 
 /// Which string a UTF-8 problem was found in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -384,33 +402,37 @@ impl ErrorKind {
     }
 
     /// What to check or change. Says what in the file is wrong and what usually causes it.
-    pub fn help(&self) -> String {
+    pub fn help(&self) -> &'static str {
         use ErrorKind::*;
         match self {
             BadMagic { found: [b'F', b'U', b'G', b'G'] } => {
                 "\"FUGG\" is the byte-swapped magic of \
                 pre-release GGUF files (August 2023); no current reader accepts it. Re-convert \
                 the model with a current llama.cpp converter."
-                    .into()
             }
-            BadMagic { .. } => "this is not a GGUF file, or it is damaged at the start: check \
+            BadMagic { .. } => {
+                "this is not a GGUF file, or it is damaged at the start: check \
                 the path, and that the download completed (an HTML error page or a Git LFS \
                 pointer is a common cause)."
-                .into(),
-            UnsupportedVersion { .. } => "GGUF versions 2 and 3 are read (and 1 when enabled); \
+            }
+            UnsupportedVersion { .. } => {
+                "GGUF versions 2 and 3 are read (and 1 when enabled); \
                 a newer version needs a newer reader, version 0 is invalid."
-                .into(),
-            VersionOneDisabled => "GGUF v1 (2023, 32-bit lengths) is obsolete and rejected by \
+            }
+            VersionOneDisabled => {
+                "GGUF v1 (2023, 32-bit lengths) is obsolete and rejected by \
                 llama.cpp; enable v1 reading (ParseOptions::allow_v1) to inspect it, or \
                 re-convert the model."
-                .into(),
-            EndianMismatch { .. } => "this file is big-endian; llama.cpp on a little-endian \
+            }
+            EndianMismatch { .. } => {
+                "this file is big-endian; llama.cpp on a little-endian \
                 machine cannot load it. Convert it with gguf-py's gguf-convert-endian, or \
                 use the strict profile to read it here."
-                .into(),
-            UnexpectedEof { .. } => "the file is truncated: the download or copy did not \
+            }
+            UnexpectedEof { .. } => {
+                "the file is truncated: the download or copy did not \
                 complete. Compare its size with the source."
-                .into(),
+            }
             HeaderTooLarge { .. }
             | TooManyKvs { .. }
             | TooManyTensors { .. }
@@ -419,132 +441,84 @@ impl ErrorKind {
             | NestingTooDeep { .. } => {
                 "a declared size is far beyond any real model file, which usually means a \
                  corrupted length field; if the file is genuine, raise the limit in Limits."
-                    .into()
             }
-            EmptyKey => "every metadata key needs a name; the length field is probably 0 by \
+            EmptyKey => {
+                "every metadata key needs a name; the length field is probably 0 by \
                 mistake."
-                .into(),
-            InvalidUtf8 { .. } => "GGUF strings must be UTF-8; the writer stored raw bytes. \
+            }
+            InvalidUtf8 { .. } => {
+                "GGUF strings must be UTF-8; the writer stored raw bytes. \
                 The lenient profile reads them as bytes."
-                .into(),
-            DuplicateKey { .. } => "a key may appear once; gguf-py and llama.cpp reject the \
+            }
+            DuplicateKey { .. } => {
+                "a key may appear once; gguf-py and llama.cpp reject the \
                 file. Remove one of the two entries (the lenient profile keeps the last)."
-                .into(),
-            UnknownValueType { .. } => "valid value types are 0-12 (0-9 in v1); the type field \
+            }
+            UnknownValueType { .. } => {
+                "valid value types are 0-12 (0-9 in v1); the type field \
                 is corrupted or the file uses an experimental type."
-                .into(),
-            NestedArray => "llama.cpp cannot load arrays of arrays; flatten the value.".into(),
-            InvalidBool { .. } => "bools are stored as 0 or 1; llama.cpp treats any non-zero \
+            }
+            NestedArray => "llama.cpp cannot load arrays of arrays; flatten the value.",
+            InvalidBool { .. } => {
+                "bools are stored as 0 or 1; llama.cpp treats any non-zero \
                 byte as true (use the llama-cpp or lenient profile to accept it)."
-                .into(),
-            AlignmentType { .. } => "store general.alignment as a UINT32 scalar.".into(),
-            BadAlignment { .. } => "general.alignment must be a non-zero power of two (32 is \
+            }
+            AlignmentType { .. } => "store general.alignment as a UINT32 scalar.",
+            BadAlignment { .. } => {
+                "general.alignment must be a non-zero power of two (32 is \
                 the default)."
-                .into(),
-            NameTooLong { .. } => "tensor names are at most 64 bytes by the spec, and ggml \
+            }
+            NameTooLong { .. } => {
+                "tensor names are at most 64 bytes by the spec, and ggml \
                 needs fewer than 64; shorten the name."
-                .into(),
-            DuplicateTensor { .. } => "each tensor name must be unique; rename one.".into(),
-            TooManyDims { .. } => "ggml tensors have at most 4 dimensions; the n_dims field is \
+            }
+            DuplicateTensor { .. } => "each tensor name must be unique; rename one.",
+            TooManyDims { .. } => {
+                "ggml tensors have at most 4 dimensions; the n_dims field is \
                 probably corrupted."
-                .into(),
-            ZeroDim => "a tensor with a zero dimension holds no data; llama.cpp accepts it, \
+            }
+            ZeroDim => {
+                "a tensor with a zero dimension holds no data; llama.cpp accepts it, \
                 the spec profile does not."
-                .into(),
-            DimTooLarge { .. } => "dimensions must be below 2^63; the field is probably \
+            }
+            DimTooLarge { .. } => {
+                "dimensions must be below 2^63; the field is probably \
                 corrupted."
-                .into(),
-            ElementCountOverflow | ByteSizeOverflow => "the dimensions multiply past 64 bits: \
+            }
+            ElementCountOverflow | ByteSizeOverflow => {
+                "the dimensions multiply past 64 bits: \
                 they are corrupted (or crafted to overflow a reader's size math)."
-                .into(),
-            UnknownGgmlType { .. } => "this tensor type is newer than this reader, or the type \
+            }
+            UnknownGgmlType { .. } => {
+                "this tensor type is newer than this reader, or the type \
                 field is corrupted; the lenient profile reads the metadata anyway."
-                .into(),
-            RemovedGgmlType { .. } => "ggml removed this type; re-quantize the model with a \
+            }
+            RemovedGgmlType { .. } => {
+                "ggml removed this type; re-quantize the model with a \
                 current llama.cpp."
-                .into(),
-            NotBlockMultiple { .. } => "quantized rows are stored in whole blocks; ne[0] must \
+            }
+            NotBlockMultiple { .. } => {
+                "quantized rows are stored in whole blocks; ne[0] must \
                 be a multiple of the block size."
-                .into(),
-            MisalignedOffset { .. } => "tensor offsets must be multiples of general.alignment \
+            }
+            MisalignedOffset { .. } => {
+                "tensor offsets must be multiples of general.alignment \
                 (default 32); the directory or the alignment key is wrong."
-                .into(),
-            NonContiguousOffset { .. } => "llama.cpp requires tensor data packed in directory \
+            }
+            NonContiguousOffset { .. } => {
+                "llama.cpp requires tensor data packed in directory \
                 order, each padded to the alignment; rewrite the file with a GGUF writer."
-                .into(),
-            TensorOverlap { .. } => "two tensors share bytes; the directory is corrupted.".into(),
-            TensorOutOfBounds { .. } => "the file is shorter than its directory says: it is \
+            }
+            TensorOverlap { .. } => "two tensors share bytes; the directory is corrupted.",
+            TensorOutOfBounds { .. } => {
+                "the file is shorter than its directory says: it is \
                 truncated or the offset is corrupted."
-                .into(),
-            OffsetOverflow => "an offset is so large that offset arithmetic overflows; the \
+            }
+            OffsetOverflow => {
+                "an offset is so large that offset arithmetic overflows; the \
                 field is corrupted."
-                .into(),
-            Misuse { .. } => "this is a bug in the program driving the decoder.".into(),
-        }
-    }
-}
-
-/// A non-fatal finding: the file is readable under the profile, but something deserves a look.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Warning {
-    kind: WarningKind,
-    offset: u64,
-    len: u64,
-    path: Path,
-}
-
-impl Warning {
-    pub(crate) fn new(kind: WarningKind, offset: u64, len: u64, path: Path) -> Warning {
-        Warning { kind, offset, len, path }
-    }
-
-    /// What was found.
-    pub fn kind(&self) -> &WarningKind {
-        &self.kind
-    }
-
-    /// Absolute byte offset of the bytes concerned.
-    pub fn offset(&self) -> u64 {
-        self.offset
-    }
-
-    /// Length of the byte range concerned.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// True when the warning points at a position rather than a byte range.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Where in the file's logical structure.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Stable code (an error tolerated by the profile keeps the error's code).
-    pub fn code(&self) -> &'static str {
-        self.kind.code()
-    }
-
-    /// What to check.
-    pub fn help(&self) -> String {
-        self.kind.help()
-    }
-
-    /// The message without the location.
-    pub fn message(&self) -> String {
-        self.kind.to_string()
-    }
-}
-
-impl fmt::Display for Warning {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            write!(f, "{} (at byte {})", self.kind, self.offset)
-        } else {
-            write!(f, "{}: {} (at byte {})", self.path, self.kind, self.offset)
+            }
+            Misuse { .. } => "this is a bug in the program driving the decoder.",
         }
     }
 }
@@ -616,35 +590,43 @@ impl WarningKind {
     }
 
     /// What to check.
-    pub fn help(&self) -> String {
+    pub fn help(&self) -> &'static str {
         match self {
             WarningKind::Tolerated(kind) => kind.help(),
-            WarningKind::KeyNotAscii | WarningKind::KeyNotSnakeCase => "the spec asks for \
+            WarningKind::KeyNotAscii | WarningKind::KeyNotSnakeCase => {
+                "the spec asks for \
                 ASCII lower_snake_case keys separated by dots; readers accept others, but \
                 tools matching well-known keys will not find this one."
-                .into(),
-            WarningKind::KeyTooLong { .. } => "the spec caps keys at 65535 bytes.".into(),
-            WarningKind::NameRejectedByLlamaCpp => "shorten the name to 63 bytes so llama.cpp \
+            }
+            WarningKind::KeyTooLong { .. } => "the spec caps keys at 65535 bytes.",
+            WarningKind::NameRejectedByLlamaCpp => {
+                "shorten the name to 63 bytes so llama.cpp \
                 can load the file."
-                .into(),
-            WarningKind::EmptyTensorName => "give the tensor a name; tools look tensors up by \
+            }
+            WarningKind::EmptyTensorName => {
+                "give the tensor a name; tools look tensors up by \
                 name."
-                .into(),
-            WarningKind::NulInName => "remove the NUL byte: llama.cpp cuts the name there, \
+            }
+            WarningKind::NulInName => {
+                "remove the NUL byte: llama.cpp cuts the name there, \
                 which can make two names collide."
-                .into(),
-            WarningKind::Suppressed { .. } => "the file has many problems; fix the ones \
+            }
+            WarningKind::Suppressed { .. } => {
+                "the file has many problems; fix the ones \
                 reported first."
-                .into(),
-            WarningKind::TensorGap { .. } => "legal, but writers pack tensors; llama.cpp \
+            }
+            WarningKind::TensorGap { .. } => {
+                "legal, but writers pack tensors; llama.cpp \
                 rejects files whose data is not packed."
-                .into(),
-            WarningKind::OutOfOrder => "legal, but llama.cpp rejects files whose data is not \
+            }
+            WarningKind::OutOfOrder => {
+                "legal, but llama.cpp rejects files whose data is not \
                 in directory order."
-                .into(),
-            WarningKind::NonZeroPadding => "the spec says padding is zero; non-zero bytes can \
+            }
+            WarningKind::NonZeroPadding => {
+                "the spec says padding is zero; non-zero bytes can \
                 hide data."
-                .into(),
+            }
         }
     }
 }
@@ -736,6 +718,26 @@ impl fmt::Display for Path {
             }
         }
         Ok(())
+    }
+}
+
+impl Kind for ErrorKind {
+    fn code(&self) -> &'static str {
+        ErrorKind::code(self)
+    }
+
+    fn help(&self) -> &'static str {
+        ErrorKind::help(self)
+    }
+}
+
+impl Kind for WarningKind {
+    fn code(&self) -> &'static str {
+        WarningKind::code(self)
+    }
+
+    fn help(&self) -> &'static str {
+        WarningKind::help(self)
     }
 }
 

@@ -15,72 +15,10 @@ use std::fmt;
 use sipllm_gguf::GgmlType;
 
 /// A fatal parse error: the bytes are not a valid `.llmw` file (or not under these limits).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    kind: ErrorKind,
-    offset: u64,
-    len: u64,
-    path: Path,
-}
-
-impl Error {
-    pub(crate) fn new(kind: ErrorKind, offset: u64, len: u64, path: Path) -> Error {
-        Error { kind, offset, len, path }
-    }
-
-    /// What is wrong.
-    pub fn kind(&self) -> &ErrorKind {
-        &self.kind
-    }
-
-    /// Absolute byte offset of the offending bytes, from the start of the file.
-    pub fn offset(&self) -> u64 {
-        self.offset
-    }
-
-    /// Length of the offending byte range (0 when the problem is a position, such as the end
-    /// of the input).
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// True when the error points at a position rather than a byte range.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Where in the file's logical structure the problem is.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The stable code of the kind, e.g. `llmw::header::bad_magic`.
-    pub fn code(&self) -> &'static str {
-        self.kind.code()
-    }
-
-    /// What to check or change to fix the problem.
-    pub fn help(&self) -> &'static str {
-        self.kind.help()
-    }
-
-    /// The message without the location (what [`ErrorKind`]'s `Display` says).
-    pub fn message(&self) -> String {
-        self.kind.to_string()
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            write!(f, "{} (at byte {})", self.kind, self.offset)
-        } else {
-            write!(f, "{}: {} (at byte {})", self.path, self.kind, self.offset)
-        }
-    }
-}
-
-impl std::error::Error for Error {}
+///
+/// The same [`Finding`](sipllm_gguf::Finding) as the GGUF parser's errors: kind, absolute byte
+/// range, logical path, stable code and help.
+pub type Error = sipllm_gguf::Finding<ErrorKind>;
 
 /// Which string a UTF-8 problem was found in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -351,7 +289,9 @@ impl ErrorKind {
         "llmw::layout::nonzero_padding",
         "llmw::decoder::misuse",
     ];
+}
 
+impl ErrorKind {
     /// The stable code: `llmw::<area>::<name>`. Codes are API: they never change meaning.
     pub fn code(&self) -> &'static str {
         use ErrorKind::*;
@@ -489,6 +429,16 @@ impl ErrorKind {
 /// Paths are the GGUF parser's: the same segments and rendering (a `.llmw` dimension is a
 /// [`PathSeg::RowMajorDim`], `dims[j]`), so both formats' errors read alike.
 pub use sipllm_gguf::{Path, PathSeg};
+
+impl sipllm_gguf::Kind for ErrorKind {
+    fn code(&self) -> &'static str {
+        ErrorKind::code(self)
+    }
+
+    fn help(&self) -> &'static str {
+        ErrorKind::help(self)
+    }
+}
 
 #[cfg(test)]
 mod tests {

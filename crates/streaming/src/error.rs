@@ -537,7 +537,7 @@ impl StreamError {
                 (another process truncated or replaced it): reopen it, and copy models with a \
                 write-to-temporary-then-rename so readers never see a partial file."
                 .into(),
-            StreamError::Parse { source, .. } => source.help(),
+            StreamError::Parse { source, .. } => source.help().into(),
             StreamError::ParseLlmw { source, .. } => source.help().into(),
             StreamError::UnknownMagic { found, .. } => {
                 let formats: Vec<String> = Format::ALL
