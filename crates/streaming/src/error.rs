@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use sipllm_gguf::GgmlType;
 
 use crate::backing::ShortRead;
+use crate::in_place::BackupDefect;
 use crate::model::Format;
 
 /// Everything that can go wrong opening a weight source or reading from it.
@@ -192,6 +193,15 @@ pub enum StreamError {
     Writer {
         /// The writer's reason.
         source: sipllm_gguf::WriteError,
+    },
+    /// The `.llmw` writer refused the model or failed to write it (shown as the writer's
+    /// error; [`path`](StreamError::path) gives the destination).
+    #[error("{source}")]
+    WriterLlmw {
+        /// The destination.
+        path: PathBuf,
+        /// The `.llmw` writer's error (I/O, or a model the format cannot hold).
+        source: sipllm_llmw::WriteError,
     },
     /// No data was given for a tensor.
     #[error("no data given for tensor {tensor:?}")]
@@ -420,6 +430,177 @@ pub enum StreamError {
         /// Why.
         reason: String,
     },
+    /// An in-place header rewrite was given a new header of another length than the old one.
+    #[error(
+        "{}: the new header has {new} bytes but the old one {old}: an in-place rewrite keeps the \
+         header's length",
+        path.display()
+    )]
+    InPlaceLength {
+        /// The model.
+        path: PathBuf,
+        /// The old header region's length.
+        old: u64,
+        /// The new header's length.
+        new: u64,
+    },
+    /// The header backup of an in-place rewrite could not be written; the model was not
+    /// changed.
+    #[error(
+        "cannot write the header backup beside {}: {source}; {} was not changed",
+        path.display(),
+        path.display()
+    )]
+    InPlaceBackupWrite {
+        /// The model.
+        path: PathBuf,
+        /// The backup's path.
+        backup: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// Writing the new header blocks failed, and the old blocks were written back (the backup
+    /// is removed): the model is as it was.
+    #[error("writing the new header failed: {source}; the old header was put back")]
+    InPlaceRolledBack {
+        /// The model.
+        path: PathBuf,
+        /// Offset of the failed write (0 for the sync).
+        offset: u64,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// Writing the new header blocks failed and so did writing the old ones back: the header
+    /// may be half-written, and the backup is kept for recovery.
+    #[error(
+        "writing the new header failed: {source}; the header of {} may be damaged, and {} holds \
+         its old bytes",
+        path.display(),
+        backup.display()
+    )]
+    InPlaceTorn {
+        /// The model.
+        path: PathBuf,
+        /// The backup, kept.
+        backup: PathBuf,
+        /// Offset of the failed write (0 for the sync).
+        offset: u64,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// The header backup could not be removed after the header was written (or restored).
+    #[error(
+        "{}, but the backup {} could not be removed: {source}{}",
+        if *recovered {
+            format!("{} is restored", path.display())
+        } else {
+            "the new header is written".to_owned()
+        },
+        backup.display(),
+        if *recovered { "" } else { "; remove it by hand" }
+    )]
+    InPlaceBackupRemove {
+        /// The model.
+        path: PathBuf,
+        /// The backup.
+        backup: PathBuf,
+        /// True after a recovery, false after a rewrite.
+        recovered: bool,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// Recovery was asked for, but the model has no header backup.
+    #[error(
+        "no header backup for {} ({} does not exist): nothing to recover",
+        path.display(),
+        backup.display()
+    )]
+    InPlaceNoBackup {
+        /// The model.
+        path: PathBuf,
+        /// Where the backup would be.
+        backup: PathBuf,
+    },
+    /// The header backup exists but cannot be read.
+    #[error("cannot read {}: {source}", backup.display())]
+    InPlaceBackupRead {
+        /// The model.
+        path: PathBuf,
+        /// The backup.
+        backup: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// The header backup cannot be used; the model was not written.
+    #[error("{}", bad_backup(path, backup, *defect))]
+    InPlaceBadBackup {
+        /// The model.
+        path: PathBuf,
+        /// The backup, kept.
+        backup: PathBuf,
+        /// What is wrong with it.
+        defect: BackupDefect,
+    },
+    /// The model's length is not the one recorded in its header backup: the backup belongs to
+    /// another file; the model was not written.
+    #[error(
+        "{} is {len} bytes, but it was {recorded_len} when {} was made: it is not the file the \
+         backup belongs to, so it was not changed",
+        path.display(),
+        backup.display()
+    )]
+    InPlaceWrongModel {
+        /// The model.
+        path: PathBuf,
+        /// The backup, kept.
+        backup: PathBuf,
+        /// The model's length now.
+        len: u64,
+        /// The length the backup recorded.
+        recorded_len: u64,
+    },
+    /// Writing the backup's bytes over the model's header (or syncing them) failed.
+    #[error(
+        "writing the backup over {}'s header failed: {source}; the backup {} is kept",
+        path.display(),
+        backup.display()
+    )]
+    InPlaceRestoreWrite {
+        /// The model.
+        path: PathBuf,
+        /// The backup, kept.
+        backup: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// After the backup's bytes were written back, the header region does not hash to the
+    /// value the backup recorded.
+    #[error(
+        "after writing the backup back, {}'s header does not match the one the backup recorded; \
+         the backup {} is kept",
+        path.display(),
+        backup.display()
+    )]
+    InPlaceRestoreMismatch {
+        /// The model.
+        path: PathBuf,
+        /// The backup, kept.
+        backup: PathBuf,
+    },
+    /// The restored header checks out against the backup, but the model does not open.
+    #[error(
+        "the header is restored, but {} still does not open ({source}); the backup {} is kept",
+        path.display(),
+        backup.display()
+    )]
+    InPlaceRestoredInvalid {
+        /// The model.
+        path: PathBuf,
+        /// The backup, kept.
+        backup: PathBuf,
+        /// Why the model does not open.
+        source: Box<StreamError>,
+    },
 }
 
 fn at(path: &Option<PathBuf>) -> String {
@@ -476,6 +657,25 @@ fn missing_where(missing: &Option<PathBuf>) -> String {
     }
 }
 
+fn bad_backup(path: &Path, backup: &Path, defect: BackupDefect) -> String {
+    let (b, m) = (backup.display(), path.display());
+    match defect {
+        BackupDefect::TooLarge => {
+            format!("{b} is too large to be a header backup; {m} was not changed")
+        }
+        BackupDefect::HeaderPastEnd => format!(
+            "{b} is damaged (its header would end past {m} or the header limit); {m} was not \
+             changed"
+        ),
+        BackupDefect::RunPastHeader => {
+            format!("{b} is damaged (a run past the header); {m} was not changed")
+        }
+        BackupDefect::NotARecord => format!(
+            "{b} is not a header backup sipllm wrote (or it is damaged); {m} was not changed"
+        ),
+    }
+}
+
 fn elem(index: Option<u64>) -> String {
     index.map(|i| format!("[{i}]")).unwrap_or_default()
 }
@@ -502,6 +702,7 @@ impl StreamError {
             StreamError::Create { .. } => "stream::write::create",
             StreamError::Write { .. } => "stream::write::io",
             StreamError::Writer { .. } => "stream::write::header",
+            StreamError::WriterLlmw { .. } => "stream::write::llmw",
             StreamError::MissingData { .. } => "stream::write::missing_data",
             StreamError::DataLength { .. } => "stream::write::data_length",
             StreamError::MetaMissing { .. } => "stream::meta::missing",
@@ -521,6 +722,18 @@ impl StreamError {
             StreamError::SplitNotASet { .. } => "stream::split::not_a_set",
             StreamError::SplitAlreadySplit { .. } => "stream::split::already_split",
             StreamError::SplitRefused { .. } => "stream::split::refused",
+            StreamError::InPlaceLength { .. } => "stream::in_place::length_mismatch",
+            StreamError::InPlaceBackupWrite { .. } => "stream::in_place::backup_write",
+            StreamError::InPlaceRolledBack { .. } => "stream::in_place::rolled_back",
+            StreamError::InPlaceTorn { .. } => "stream::in_place::torn",
+            StreamError::InPlaceBackupRemove { .. } => "stream::in_place::backup_remove",
+            StreamError::InPlaceNoBackup { .. } => "stream::in_place::no_backup",
+            StreamError::InPlaceBackupRead { .. } => "stream::in_place::backup_read",
+            StreamError::InPlaceBadBackup { .. } => "stream::in_place::bad_backup",
+            StreamError::InPlaceWrongModel { .. } => "stream::in_place::wrong_model",
+            StreamError::InPlaceRestoreWrite { .. } => "stream::in_place::restore_write",
+            StreamError::InPlaceRestoreMismatch { .. } => "stream::in_place::restore_mismatch",
+            StreamError::InPlaceRestoredInvalid { .. } => "stream::in_place::restored_invalid",
         }
     }
 
@@ -578,6 +791,10 @@ impl StreamError {
             StreamError::Writer { .. } => "the metadata or tensor list to write is invalid; \
                 nothing was written."
                 .into(),
+            StreamError::WriterLlmw { .. } => "the disk may be full or failing, a tensor's \
+                source could not be read, or the model has what .llmw cannot hold; the \
+                destination was left untouched."
+                .into(),
             StreamError::MissingData { .. } | StreamError::DataLength { .. } => "give every \
                 tensor exactly its byte size of data (type and dims decide it)."
                 .into(),
@@ -634,6 +851,51 @@ impl StreamError {
             StreamError::SplitRefused { .. } => "choose a limit that gives every shard at least \
                 one tensor and at most 65,535 shards, and an output that is not an input."
                 .into(),
+            StreamError::InPlaceLength { .. } => "plan a new header of exactly the old header \
+                region's length (`GgufWriter::pad_to`), or write a new file; nothing was written."
+                .into(),
+            StreamError::InPlaceBackupWrite { .. } => "the model's directory must be writable \
+                and have room for the backup (the old bytes of the changed 4 KiB blocks); the \
+                model was not changed."
+                .into(),
+            StreamError::InPlaceRolledBack { .. } => "the disk may be full or failing; the old \
+                header was written back and synced, so the model is as it was."
+                .into(),
+            StreamError::InPlaceTorn { .. } => "the header may be half-written; the backup \
+                beside the model holds the old bytes: restore them with `in_place::recover` \
+                (`sipllm edit --recover FILE`). The tensor data was never touched."
+                .into(),
+            StreamError::InPlaceBackupRemove { .. } => "the model's header is complete and \
+                synced; delete the backup by hand (while it exists, `sipllm` refuses to edit the \
+                model)."
+                .into(),
+            StreamError::InPlaceNoBackup { .. } => "only a model whose in-place header rewrite \
+                was interrupted has a backup (`.NAME.header-backup` beside it): there is nothing \
+                to undo."
+                .into(),
+            StreamError::InPlaceBackupRead { .. } => "check the backup file's permissions; the \
+                model was not changed."
+                .into(),
+            StreamError::InPlaceBadBackup { .. } => "the backup was not written by sipllm, or it \
+                is damaged; the model was not changed. If the model validates (`sipllm validate \
+                FILE`), delete the backup; otherwise restore the model from a copy."
+                .into(),
+            StreamError::InPlaceWrongModel { .. } => "the model was replaced or resized since the \
+                backup was made, so the backup's bytes do not belong to it: if the model \
+                validates, delete the backup."
+                .into(),
+            StreamError::InPlaceRestoreWrite { .. } => "the disk may be full or failing; the \
+                backup is kept, so recovery can run again once the cause is fixed."
+                .into(),
+            StreamError::InPlaceRestoreMismatch { .. } => "the model's header region was \
+                changed outside the blocks the backup holds; the backup is kept. Restore the \
+                model from a copy."
+                .into(),
+            StreamError::InPlaceRestoredInvalid { .. } => "the header the backup recorded is \
+                back and matches its hash, but does not open under the strict profile (was the \
+                model valid before the edit?); the backup is kept. Check the model with `sipllm \
+                validate FILE` and restore it from a copy if needed."
+                .into(),
         }
     }
 
@@ -643,11 +905,24 @@ impl StreamError {
             StreamError::Open { path, .. }
             | StreamError::Create { path, .. }
             | StreamError::Write { path, .. }
+            | StreamError::WriterLlmw { path, .. }
             | StreamError::SplitMissingShard { set: path, .. }
             | StreamError::SplitNameMismatch { path, .. }
             | StreamError::SplitBadName { path, .. }
             | StreamError::SplitAlreadySplit { path, .. }
-            | StreamError::SplitRefused { path, .. } => Some(path),
+            | StreamError::SplitRefused { path, .. }
+            | StreamError::InPlaceLength { path, .. }
+            | StreamError::InPlaceBackupWrite { path, .. }
+            | StreamError::InPlaceRolledBack { path, .. }
+            | StreamError::InPlaceTorn { path, .. }
+            | StreamError::InPlaceBackupRemove { path, .. }
+            | StreamError::InPlaceNoBackup { path, .. }
+            | StreamError::InPlaceBackupRead { path, .. }
+            | StreamError::InPlaceBadBackup { path, .. }
+            | StreamError::InPlaceWrongModel { path, .. }
+            | StreamError::InPlaceRestoreWrite { path, .. }
+            | StreamError::InPlaceRestoreMismatch { path, .. }
+            | StreamError::InPlaceRestoredInvalid { path, .. } => Some(path),
             StreamError::Io { path, .. }
             | StreamError::UnexpectedEof { path, .. }
             | StreamError::Parse { path, .. }
@@ -673,6 +948,8 @@ impl StreamError {
         match self {
             StreamError::Io { offset, .. }
             | StreamError::Write { offset, .. }
+            | StreamError::InPlaceRolledBack { offset, .. }
+            | StreamError::InPlaceTorn { offset, .. }
             | StreamError::UnexpectedEof { offset, .. }
             | StreamError::OutOfBounds { offset, .. }
             | StreamError::TensorOutOfBounds { offset, .. }
@@ -806,6 +1083,13 @@ mod tests {
                 StreamError::Writer { source: sipllm_gguf::WriteError::BadAlignment },
                 "stream::write::header",
             ),
+            (
+                StreamError::WriterLlmw {
+                    path: "m.llmw".into(),
+                    source: sipllm_llmw::WriteError::EmptyKey,
+                },
+                "stream::write::llmw",
+            ),
             (StreamError::MissingData { tensor: "t".into() }, "stream::write::missing_data"),
             (
                 StreamError::DataLength { tensor: "t".into(), expected: 4, got: 5 },
@@ -891,6 +1175,95 @@ mod tests {
                 StreamError::SplitRefused { path: "m.gguf".into(), reason: "why".into() },
                 "stream::split::refused",
             ),
+            (
+                StreamError::InPlaceLength { path: "m.gguf".into(), old: 576, new: 608 },
+                "stream::in_place::length_mismatch",
+            ),
+            (
+                StreamError::InPlaceBackupWrite {
+                    path: "m.gguf".into(),
+                    backup: ".m.gguf.header-backup".into(),
+                    source: io(),
+                },
+                "stream::in_place::backup_write",
+            ),
+            (
+                StreamError::InPlaceRolledBack { path: "m.gguf".into(), offset: 0, source: io() },
+                "stream::in_place::rolled_back",
+            ),
+            (
+                StreamError::InPlaceTorn {
+                    path: "m.gguf".into(),
+                    backup: ".m.gguf.header-backup".into(),
+                    offset: 4096,
+                    source: io(),
+                },
+                "stream::in_place::torn",
+            ),
+            (
+                StreamError::InPlaceBackupRemove {
+                    path: "m.gguf".into(),
+                    backup: ".m.gguf.header-backup".into(),
+                    recovered: false,
+                    source: io(),
+                },
+                "stream::in_place::backup_remove",
+            ),
+            (
+                StreamError::InPlaceNoBackup {
+                    path: "m.gguf".into(),
+                    backup: ".m.gguf.header-backup".into(),
+                },
+                "stream::in_place::no_backup",
+            ),
+            (
+                StreamError::InPlaceBackupRead {
+                    path: "m.gguf".into(),
+                    backup: ".m.gguf.header-backup".into(),
+                    source: io(),
+                },
+                "stream::in_place::backup_read",
+            ),
+            (
+                StreamError::InPlaceBadBackup {
+                    path: "m.gguf".into(),
+                    backup: ".m.gguf.header-backup".into(),
+                    defect: BackupDefect::NotARecord,
+                },
+                "stream::in_place::bad_backup",
+            ),
+            (
+                StreamError::InPlaceWrongModel {
+                    path: "m.gguf".into(),
+                    backup: ".m.gguf.header-backup".into(),
+                    len: 2432,
+                    recorded_len: 2433,
+                },
+                "stream::in_place::wrong_model",
+            ),
+            (
+                StreamError::InPlaceRestoreWrite {
+                    path: "m.gguf".into(),
+                    backup: ".m.gguf.header-backup".into(),
+                    source: io(),
+                },
+                "stream::in_place::restore_write",
+            ),
+            (
+                StreamError::InPlaceRestoreMismatch {
+                    path: "m.gguf".into(),
+                    backup: ".m.gguf.header-backup".into(),
+                },
+                "stream::in_place::restore_mismatch",
+            ),
+            (
+                StreamError::InPlaceRestoredInvalid {
+                    path: "m.gguf".into(),
+                    backup: ".m.gguf.header-backup".into(),
+                    source: Box::new(StreamError::TooShort { path: path.clone(), len: 0 }),
+                },
+                "stream::in_place::restored_invalid",
+            ),
         ];
         let mut codes: Vec<&str> = cases.iter().map(|(e, _)| e.code()).collect();
         for (err, code) in &cases {
@@ -934,6 +1307,80 @@ mod tests {
             split("stream::split::key_mismatch").unwrap(),
             "m.gguf: split.count is 4 here, but 3 in the source"
         );
+    }
+
+    #[test]
+    fn in_place_errors_name_the_model_and_the_backup() {
+        let model = PathBuf::from("m.gguf");
+        let backup = PathBuf::from(".m.gguf.header-backup");
+        let bad = |defect| StreamError::InPlaceBadBackup {
+            path: model.clone(),
+            backup: backup.clone(),
+            defect,
+        };
+        assert_eq!(
+            bad(BackupDefect::NotARecord).to_string(),
+            ".m.gguf.header-backup is not a header backup sipllm wrote (or it is damaged); m.gguf \
+             was not changed"
+        );
+        assert_eq!(
+            bad(BackupDefect::TooLarge).to_string(),
+            ".m.gguf.header-backup is too large to be a header backup; m.gguf was not changed"
+        );
+        assert_eq!(
+            bad(BackupDefect::HeaderPastEnd).to_string(),
+            ".m.gguf.header-backup is damaged (its header would end past m.gguf or the header \
+             limit); m.gguf was not changed"
+        );
+        assert_eq!(
+            bad(BackupDefect::RunPastHeader).to_string(),
+            ".m.gguf.header-backup is damaged (a run past the header); m.gguf was not changed"
+        );
+        let removed = |recovered| StreamError::InPlaceBackupRemove {
+            path: model.clone(),
+            backup: backup.clone(),
+            recovered,
+            source: io::Error::from(io::ErrorKind::PermissionDenied),
+        };
+        assert_eq!(
+            removed(false).to_string(),
+            "the new header is written, but the backup .m.gguf.header-backup could not be \
+             removed: permission denied; remove it by hand"
+        );
+        assert_eq!(
+            removed(true).to_string(),
+            "m.gguf is restored, but the backup .m.gguf.header-backup could not be removed: \
+             permission denied"
+        );
+        let wrong = StreamError::InPlaceWrongModel {
+            path: model.clone(),
+            backup: backup.clone(),
+            len: 2432,
+            recorded_len: 2433,
+        };
+        assert_eq!(
+            wrong.to_string(),
+            "m.gguf is 2432 bytes, but it was 2433 when .m.gguf.header-backup was made: it is \
+             not the file the backup belongs to, so it was not changed"
+        );
+        assert_eq!(wrong.path(), Some(model.as_path()));
+        assert_eq!(wrong.offset(), None);
+        let torn = StreamError::InPlaceTorn {
+            path: model.clone(),
+            backup: backup.clone(),
+            offset: 4096,
+            source: io::Error::from(io::ErrorKind::StorageFull),
+        };
+        assert_eq!(torn.offset(), Some(4096));
+        assert!(torn.help().contains("sipllm edit --recover"), "{}", torn.help());
+        let invalid = StreamError::InPlaceRestoredInvalid {
+            path: model.clone(),
+            backup,
+            source: Box::new(StreamError::TooShort { path: None, len: 0 }),
+        };
+        let chained = std::error::Error::source(&invalid).map(|s| s.to_string());
+        assert!(chained.is_some_and(|s| s.contains("too short")));
+        assert!(invalid.to_string().ends_with("the backup .m.gguf.header-backup is kept"));
     }
 
     #[test]

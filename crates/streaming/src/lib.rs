@@ -16,6 +16,9 @@
 //!   readahead) that every format's weight source embeds.
 //! * [`SplitFile`] ([`split`]) reads a split GGUF set (`model-00001-of-00004.gguf` …) as one
 //!   weight source; [`split::split_file`] and [`split::merge`] write and join sets.
+//! * [`in_place`] rewrites a GGUF header in place, crash-safely: the changed 4 KiB blocks are
+//!   backed up beside the model ([`HeaderBackup`]) before [`rewrite_header_in_place`] writes
+//!   them, and [`in_place::recover`] undoes an interrupted rewrite.
 //! * [`toy`] makes a tiny llama-shaped model from a seed and writes it identically as GGUF and
 //!   `.llmw` (the seam equivalence tests and `sipllm make-toy` use it).
 //! * [`ReadAt`] is a positional byte source (offsets, no seek): [`FileBacking`] (pread by
@@ -53,6 +56,7 @@
 mod backing;
 mod error;
 mod gguf_file;
+pub mod in_place;
 mod llmw_file;
 #[allow(unsafe_code)]
 mod map;
@@ -69,6 +73,7 @@ pub mod write;
 pub use backing::{Backend, FileBacking, MemSource, ReadAt, ShortRead};
 pub use error::StreamError;
 pub use gguf_file::{GgufFile, read_header};
+pub use in_place::{HeaderBackup, InPlaceStats, RecoverStats, rewrite_header_in_place};
 pub use llmw_file::{ModelFile, read_llmw_header};
 pub use meta::{FloatIter, FloatList, IntIter, IntList, Meta, MetaKind, StrIter, StrList, Text};
 pub use model::{Format, Model, open_model, open_model_from};
@@ -77,4 +82,4 @@ pub use source::{TensorInfo, WeightSource};
 pub use split::SplitFile;
 pub use store::TensorStore;
 pub use window::{DEFAULT_WINDOW, HeaderStats};
-pub use write::{AtomicFile, GgufFileBuilder, TensorData, copy_range};
+pub use write::{AtomicFile, GgufFileBuilder, TensorData, copy_range, write_llmw_into};

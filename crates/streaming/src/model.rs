@@ -7,6 +7,7 @@
 //! those 4 bytes, which is simpler than threading them through and costs nothing).
 
 use std::fmt;
+use std::fs::File;
 use std::path::Path;
 
 use crate::backing::{FileBacking, ReadAt};
@@ -131,6 +132,33 @@ impl Model {
             }
             Format::Llmw => Model::Llmw(ModelFile::from_backing(backing, options)?),
         })
+    }
+
+    /// Opens the single file at `path` for a command that writes a model from it (an edit, a
+    /// conversion): one [`File`] — read-only, or read-write when `write` — that the returned
+    /// [`Model`] reads its header through (a duplicate of the descriptor, `options.backend`
+    /// applying) and that the caller copies tensor data from
+    /// ([`TensorData::File`](crate::TensorData::File)) or rewrites the header of
+    /// ([`rewrite_header_in_place`](crate::rewrite_header_in_place)). Both therefore see the
+    /// same file, even if `path` is replaced meanwhile (an output renamed over its input).
+    ///
+    /// The format is sniffed as by [`Model::open`], but a shard of a split set opens as the
+    /// single GGUF file it is: the file is what gets written from, not the set.
+    pub fn open_with_file(
+        path: impl AsRef<Path>,
+        write: bool,
+        options: &OpenOptions,
+    ) -> Result<(File, Model), StreamError> {
+        let path = path.as_ref();
+        let open_err = |source| StreamError::Open { path: path.to_path_buf(), source };
+        let file = File::options().read(true).write(write).open(path).map_err(open_err)?;
+        let backing =
+            FileBacking::from_file(file.try_clone().map_err(open_err)?, path, options.backend)?;
+        let model = match Format::detect(&backing.pread_view(), Some(path))? {
+            Format::Gguf => Model::Gguf(GgufFile::from_backing(backing, options)?),
+            Format::Llmw => Model::Llmw(ModelFile::from_backing(backing, options)?),
+        };
+        Ok((file, model))
     }
 
     /// Opens a model held by any positional source, whatever its format.
