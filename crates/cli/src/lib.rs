@@ -146,3 +146,83 @@ where
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                sources(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// True when `code` names `pattern` as a whole path (`AtomicFile::create(` is not
+    /// `File::create(`).
+    fn names(code: &str, pattern: &str) -> bool {
+        code.match_indices(pattern).any(|(at, _)| {
+            !code[..at].chars().next_back().is_some_and(|c| c.is_alphanumeric() || c == '_')
+        })
+    }
+
+    /// Only the streaming crate reads or writes model files: the CLI's code (tests aside)
+    /// names none of the means of doing so — positional I/O, opening a file for writing,
+    /// syncing, renaming, removing — and opens, reads or stats a file only for the auxiliary
+    /// files listed here.
+    #[test]
+    fn the_cli_does_no_model_file_io() {
+        let forbidden = [
+            "FileExt",
+            "File::open(",
+            "File::options",
+            "OpenOptions::new",
+            "set_len(",
+            "sync_data",
+            "sync_all",
+            "remove_file",
+            "fs::rename",
+            "fs::write",
+            "fs::copy",
+            "copy_file_range",
+        ];
+        // (pattern, the files that may use it, for what)
+        let auxiliary: [(&str, &[&str]); 4] = [
+            // `read -o` (raw tensor bytes) and `verify --manifest` (a manifest) outputs.
+            ("File::create(", &["commands/read.rs", "commands/verify.rs"]),
+            // `edit --set-file` input.
+            ("fs::read(", &["commands/edit.rs"]),
+            // `verify --check` manifest.
+            ("fs::read_to_string(", &["commands/verify.rs"]),
+            // The `--set-file` input's size; the sizes `make-toy` reports of what it wrote.
+            ("fs::metadata(", &["commands/edit.rs", "commands/make_toy.rs"]),
+        ];
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        sources(&root, &mut files);
+        assert!(files.len() > 20, "{} sources found under {}", files.len(), root.display());
+        for path in files {
+            let name = path.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
+            let text = std::fs::read_to_string(&path).unwrap();
+            // The code before the tests, comments (which may name what they describe) left out.
+            let before_tests = text.split("#[cfg(test)]").next().unwrap_or(&text);
+            let code: String = before_tests
+                .lines()
+                .filter(|l| !l.trim_start().starts_with("//"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            for pattern in forbidden {
+                assert!(!names(&code, pattern), "{name} uses {pattern}");
+            }
+            for (pattern, allowed) in auxiliary {
+                if names(&code, pattern) {
+                    assert!(allowed.contains(&name.as_str()), "{name} uses {pattern}");
+                }
+            }
+        }
+    }
+}

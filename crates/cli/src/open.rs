@@ -13,8 +13,8 @@ use std::path::Path;
 use sipllm_gguf::{Gguf, ParseOptions, Profile};
 use sipllm_llmw::Llmw;
 use sipllm_streaming::{
-    Backend, FileBacking, GgufFile, MemSource, Model, ModelFile, OpenOptions, SplitFile,
-    StreamError, WeightSource, read_header,
+    Backend, FileBacking, MemSource, Model, OpenOptions, SplitFile, StreamError, WeightSource,
+    read_header,
 };
 
 pub use sipllm_streaming::Format;
@@ -179,25 +179,12 @@ pub fn open_sample(settings: &OpenSettings) -> Result<Opened, StreamError> {
     })
 }
 
-/// Opens `path` (strict profile) for a command that writes a model from it (`edit`,
-/// `convert`): one [`File`] — read-only, or read-write when `write` — that the returned
-/// [`Model`] reads its header through and the caller copies tensor data from. Both therefore
-/// see the same file, even if `path` is replaced meanwhile (an output renamed over its input).
+/// Opens `path` (strict profile, pread) for a command that writes a model from it (`edit`,
+/// `convert`): the streaming crate's [`Model::open_with_file`] — one [`File`], read-only or
+/// read-write when `write`, that the returned [`Model`] reads its header through and the
+/// caller hands back to the streaming crate to copy tensor data from or rewrite the header of.
+/// Both therefore see the same file, even if `path` is replaced meanwhile (an output renamed
+/// over its input).
 pub fn open_with_file(path: &Path, write: bool) -> Result<(File, Model), StreamError> {
-    let open_err = |source| StreamError::Open { path: path.to_path_buf(), source };
-    let file = File::options().read(true).write(write).open(path).map_err(open_err)?;
-    let backing =
-        FileBacking::from_file(file.try_clone().map_err(open_err)?, path, Backend::Pread)?;
-    let options = OpenSettings::default().options();
-    let model = match Format::detect(&backing, Some(path))? {
-        Format::Gguf => Model::from(GgufFile::from_backing(backing, &options)?),
-        Format::Llmw => Model::from(ModelFile::from_backing(backing, &options)?),
-        other => {
-            return Err(StreamError::UnknownMagic {
-                path: Some(path.to_path_buf()),
-                found: other.magic(),
-            });
-        }
-    };
-    Ok((file, model))
+    Model::open_with_file(path, write, &OpenSettings::default().options())
 }

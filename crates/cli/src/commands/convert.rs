@@ -27,21 +27,20 @@
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Write};
-use std::os::unix::fs::FileExt;
+use std::io::{self, Read, Write};
 use std::path::Path;
 
 use sipllm_gguf::writer::{TensorDesc, Value};
 use sipllm_gguf::{GgufWriter, MetaValue, PADDING_KEY, ValueType};
 use sipllm_llmw::ModelWriter;
-use sipllm_streaming::write::{AtomicFile, GgufFileBuilder, TensorData};
+use sipllm_streaming::write::{AtomicFile, GgufFileBuilder, TensorData, write_llmw_into};
 use sipllm_streaming::{
-    Backend, FileBacking, Format, GgufFile, Meta, Model, ModelFile, OpenOptions, StreamError,
-    WeightSource,
+    Backend, FileBacking, Format, GgufFile, Meta, Model, ModelFile, OpenOptions, ReadAt,
+    StreamError, WeightSource,
 };
 
 use crate::cli::ConvertArgs;
-use crate::commands::edit::{Planned, SAMPLE, backup, check_tensors};
+use crate::commands::edit::{Planned, SAMPLE, check_tensors, pending_refusal};
 use crate::commands::{report_open_error, usage_error};
 use crate::open::open_with_file;
 use crate::render::escape;
@@ -50,7 +49,7 @@ use crate::{Ctx, Exit, keys};
 
 /// Runs `convert`.
 pub fn run(args: &ConvertArgs, ctx: &Ctx) -> io::Result<Exit> {
-    if let Some(msg) = backup::pending(&args.input, "") {
+    if let Some(msg) = pending_refusal(&args.input, "") {
         return Ok(usage_error(&msg));
     }
     let (file, model) = match open_with_file(&args.input, false) {
@@ -77,7 +76,7 @@ pub fn run(args: &ConvertArgs, ctx: &Ctx) -> io::Result<Exit> {
         )));
     }
     let converted = match &model {
-        Model::Gguf(g) => gguf_to_llmw(g, &file, args),
+        Model::Gguf(g) => gguf_to_llmw(g, args),
         Model::Llmw(l) => llmw_to_gguf(l, &file, args),
         _ => Err(usage_error("this input format cannot be converted")),
     };
@@ -213,9 +212,10 @@ fn to_llmw(value: MetaValue<'_>) -> Result<LlmwValue<'_>, String> {
     })
 }
 
-/// Reads `[pos, end)` of a file, for `ModelWriter::add_tensor_from_reader`.
+/// Reads `[pos, end)` of the source through the streaming seam (`read_raw_at`), for
+/// `ModelWriter::add_tensor_from_reader`.
 struct RangeReader<'a> {
-    file: &'a File,
+    source: &'a dyn WeightSource,
     pos: u64,
     end: u64,
 }
@@ -225,13 +225,13 @@ impl Read for RangeReader<'_> {
         let left = usize::try_from(self.end.saturating_sub(self.pos)).unwrap_or(usize::MAX);
         let n = left.min(buf.len());
         let chunk = buf.get_mut(..n).unwrap_or_default();
-        self.file.read_exact_at(chunk, self.pos)?;
-        self.pos += n as u64;
+        self.source.read_raw_at(self.pos, chunk).map_err(io::Error::other)?;
+        self.pos = self.pos.saturating_add(n as u64);
         Ok(n)
     }
 }
 
-fn gguf_to_llmw(src: &GgufFile, file: &File, args: &ConvertArgs) -> Result<Done, Exit> {
+fn gguf_to_llmw(src: &GgufFile, args: &ConvertArgs) -> Result<Done, Exit> {
     let gguf = src.gguf();
     if gguf.endian() == sipllm_gguf::Endian::Big && !gguf.tensor_infos().is_empty() {
         return Err(usage_error(&format!(
@@ -283,7 +283,7 @@ fn gguf_to_llmw(src: &GgufFile, file: &File, args: &ConvertArgs) -> Result<Done,
             shape.push(1);
         }
         let (from, nbytes) = (t.info.abs_offset(), t.info.nbytes().unwrap_or(0));
-        let reader = RangeReader { file, pos: from, end: from.saturating_add(nbytes) };
+        let reader = RangeReader { source: src, pos: from, end: from.saturating_add(nbytes) };
         match writer.add_tensor_from_reader(&name, t.info.ggml_type(), &shape, reader) {
             Ok(_) => planned.push(Planned {
                 name,
@@ -314,19 +314,14 @@ fn gguf_to_llmw(src: &GgufFile, file: &File, args: &ConvertArgs) -> Result<Done,
     let out_name = display(&args.output);
     let tmp = AtomicFile::create(&args.output)
         .map_err(|e| usage_error(&format!("cannot create a file beside {out_name}: {e}")))?;
-    let written = (|| {
-        let mut w = BufWriter::with_capacity(1 << 20, tmp.file());
-        writer.write_to(&mut w)?;
-        w.flush()?;
-        Ok::<_, sipllm_llmw::WriteError>(())
-    })();
-    if let Err(e) = written {
+    if let Err(e) = write_llmw_into(writer, &tmp) {
         return Err(usage_error(&format!(
             "writing {out_name} failed: {}; {out_name} was not changed",
             escape::str(&e.to_string())
         )));
     }
-    check_and_commit(tmp, &args.output, Format::Llmw, &kept, src, &planned, file)?;
+    let source = src.store().source();
+    check_and_commit(tmp, &args.output, Format::Llmw, &kept, src, &planned, source)?;
     Ok(Done {
         keys: kept.len(),
         tensors: planned.len(),
@@ -393,7 +388,8 @@ fn llmw_to_gguf(src: &ModelFile, file: &File, args: &ConvertArgs) -> Result<Done
             escape::str(&e.to_string())
         )));
     }
-    check_and_commit(tmp, &args.output, Format::Gguf, &kept, src, &planned, file)?;
+    let source = src.store().source();
+    check_and_commit(tmp, &args.output, Format::Gguf, &kept, src, &planned, source)?;
     Ok(Done {
         keys: kept.len(),
         tensors: planned.len(),
@@ -488,7 +484,7 @@ fn check_and_commit(
     kept: &[String],
     src: &dyn WeightSource,
     planned: &[Planned],
-    source: &File,
+    source: &dyn ReadAt,
 ) -> Result<(), Exit> {
     let out_name = display(out);
     let fail = |msg: String| {

@@ -22,25 +22,29 @@
 //!    FILE's data offset (adding a padding pair if it shrank) or says how many bytes are
 //!    missing; the tensors must already lie where the new header puts them. The padding pair
 //!    goes right after the last edited pair, so only the blocks between the first edit and the
-//!    padding change. Then the crash-safe sequence of [`backup`]: the old bytes of the changed
-//!    4 KiB blocks are saved to a sidecar (`.NAME.header-backup`, synced, renamed into place),
-//!    the new bytes are written over them and synced, the sidecar is removed. A crash in
-//!    between leaves the sidecar; every later `edit` of FILE refuses until
-//!    `sipllm edit --recover FILE` puts the old bytes back.
+//!    padding change. Then the streaming crate's crash-safe rewrite
+//!    ([`rewrite_header_in_place`]): the old bytes of the changed 4 KiB blocks are saved to a
+//!    sidecar (`.NAME.header-backup`, synced, renamed into place), the new bytes are written
+//!    over them and synced, the sidecar is removed. A crash in between leaves the sidecar;
+//!    every later `edit` of FILE refuses ([`pending_refusal`]) until `sipllm edit --recover
+//!    FILE` ([`in_place::recover`]) puts the old bytes back.
+//!
+//! Every byte of a model file is read and written by the streaming crate; this module plans,
+//! decides and reports.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use clap::ArgMatches;
 use sipllm_gguf::writer::Value;
 use sipllm_gguf::{GgmlType, Gguf, GgufWriter, Limits, PADDING_KEY, ValueType, WriteError};
+use sipllm_streaming::in_place::{self, BackupDefect, HeaderBackup, rewrite_header_in_place};
 use sipllm_streaming::write::{AtomicFile, BuildStats, GgufFileBuilder, TensorData};
 use sipllm_streaming::{
-    Backend, FileBacking, GgufFile, Model, OpenOptions, StreamError, WeightSource,
+    Backend, FileBacking, GgufFile, Model, OpenOptions, ReadAt, StreamError, WeightSource,
 };
 
 use crate::cli::EditArgs;
@@ -88,11 +92,11 @@ pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Resu
     if args.recover {
         return recover(&args.file);
     }
-    if let Some(msg) = backup::pending(&args.file, "") {
+    if let Some(msg) = pending_refusal(&args.file, "") {
         return Ok(usage_error(&msg));
     }
     if let Some(out) = &args.output
-        && let Some(msg) = backup::pending(out, "the output ")
+        && let Some(msg) = pending_refusal(out, "the output ")
     {
         return Ok(usage_error(&msg));
     }
@@ -124,6 +128,47 @@ pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Resu
     match &args.output {
         Some(out) => out_of_place(&args.file, model, &file, edits, out),
         None => in_place(&args.file, model, &file, edits),
+    }
+}
+
+/// A refusal message when `model` has a header backup (an interrupted in-place edit:
+/// [`HeaderBackup::pending`]); `what` goes before its name (`""`, `"the output "`).
+pub fn pending_refusal(model: &Path, what: &str) -> Option<String> {
+    let backup = HeaderBackup::pending(model)?;
+    let name = display(model);
+    Some(format!(
+        "{what}{name} has a header backup, {}, left by an interrupted `sipllm edit --in-place`: \
+         its header may be half-written. Run `sipllm edit --recover {name}` to restore the \
+         header from the backup (the tensor data was never touched), then edit again",
+        display(&backup)
+    ))
+}
+
+/// An error of the in-place rewrite or of `--recover` as a sentence: the streaming crate's
+/// message, with what to run where the command line has the answer.
+fn in_place_message(e: &StreamError) -> String {
+    let msg = escape::str(&e.to_string()).into_owned();
+    match e {
+        StreamError::InPlaceTorn { path, backup, source, .. } => format!(
+            "writing the new header failed: {}; the header may be damaged. Run `sipllm edit \
+             --recover {}` to restore it from {}",
+            escape::str(&source.to_string()),
+            display(path),
+            display(backup)
+        ),
+        StreamError::InPlaceBadBackup { path, defect: BackupDefect::NotARecord, .. } => {
+            let name = display(path);
+            format!("{msg}. If {name} is intact (`sipllm validate {name}`), delete the backup")
+        }
+        StreamError::InPlaceWrongModel { path, backup, len, recorded_len } => format!(
+            "{} is {} bytes, but it was {} when {} was made: it is not the file the backup \
+             belongs to, so it was not changed",
+            display(path),
+            group(*len),
+            group(*recorded_len),
+            display(backup)
+        ),
+        _ => msg,
     }
 }
 
@@ -511,7 +556,9 @@ fn out_of_place(
     // copy beside it (peak memory stays about one header).
     drop(model);
     let Written { tmp, planned, header, applied, before, after, stats } = written;
-    if let Err(msg) = check_written(&tmp, out, header, &planned, file) {
+    let checked = source_reader(file, path)
+        .and_then(|source| check_written(&tmp, out, header, &planned, &source));
+    if let Err(msg) = checked {
         return Ok(usage_error(&format!(
             "the written file failed its check, so {out_name} was not replaced: {msg}"
         )));
@@ -629,6 +676,15 @@ fn stream_failure(out: &Path, e: &StreamError) -> Exit {
     ))
 }
 
+/// A positional reader (the streaming crate's pread backing) over a duplicate of `file`, the
+/// model opened at `path`: the source bytes a check compares with, after the parsed model
+/// (and its copy of the header) has been dropped.
+pub fn source_reader(file: &File, path: &Path) -> Result<FileBacking, String> {
+    let clone = file.try_clone().map_err(|e| format!("cannot reopen the source: {e}"))?;
+    FileBacking::from_file(clone, path, Backend::Pread)
+        .map_err(|e| format!("cannot reopen the source: {}", escape::str(&e.to_string())))
+}
+
 /// Re-opens what was written (still the temporary) under the strict profile and checks it
 /// against the plan: the header bytes hash to what the writer produced, every tensor has its
 /// planned name, type, shape, size and offset, and the first and last [`SAMPLE`] bytes of
@@ -638,7 +694,7 @@ pub fn check_written(
     out: &Path,
     (header_len, header_hash): (u64, u64),
     planned: &[Planned],
-    source: &File,
+    source: &dyn ReadAt,
 ) -> Result<(), String> {
     let file = tmp.file().try_clone().map_err(|e| e.to_string())?;
     let backing = FileBacking::from_file(file, out, Backend::Pread).map_err(|e| e.to_string())?;
@@ -658,7 +714,7 @@ pub fn check_written(
 pub fn check_tensors(
     written: &dyn WeightSource,
     planned: &[Planned],
-    source: &File,
+    source: &dyn ReadAt,
 ) -> Result<(), String> {
     let tensors = written.tensors();
     if tensors.len() != planned.len() {
@@ -689,13 +745,16 @@ pub fn check_tensors(
         }
         let n = p.nbytes.min(SAMPLE);
         let k = usize::try_from(n).unwrap_or(0);
-        for rel in [0, p.nbytes - n] {
+        for rel in [0, p.nbytes.saturating_sub(n)] {
             let (x, y) = (a.get_mut(..k).unwrap_or_default(), b.get_mut(..k).unwrap_or_default());
+            let (Some(from), Some(to)) = (p.from.checked_add(rel), p.to.checked_add(rel)) else {
+                return Err(format!("tensor {}: its offset overflows", quoted(&p.name)));
+            };
             source
-                .read_exact_at(x, p.from + rel)
-                .map_err(|e| format!("reading the source: {e}"))?;
+                .read_exact_at(from, x)
+                .map_err(|e| format!("reading the source: {}", escape::str(&e.to_string())))?;
             written
-                .read_raw_at(p.to + rel, y)
+                .read_raw_at(to, y)
                 .map_err(|e| format!("reading it back: {}", escape::str(&e.to_string())))?;
             if x != y {
                 return Err(format!(
@@ -786,8 +845,8 @@ fn in_place(path: &Path, model: Model, file: &File, edits: Vec<Edit>) -> io::Res
     Ok(Exit::Ok)
 }
 
-/// Plans the new header (same length as the old) and runs the crash-safe steps of
-/// [`backup`]. `Ok(None)`: the edits change nothing.
+/// Plans the new header (same length as the old) and has the streaming crate rewrite it
+/// crash-safely ([`rewrite_header_in_place`]). `Ok(None)`: the edits change nothing.
 fn rewrite_header(
     path: &Path,
     name: &str,
@@ -852,42 +911,15 @@ fn rewrite_header(
     let Some(old_header) = gguf.bytes().get(..new_header.len()) else {
         return Err(usage_error("the file's header could not be read whole"));
     };
-    let runs = backup::changed_runs(old_header, &new_header);
-    if runs.is_empty() {
+    let stats = rewrite_header_in_place(file, path, old_header, &new_header)
+        .map_err(|e| usage_error(&in_place_message(&e)))?;
+    if stats.runs.is_empty() {
         return Ok(None);
     }
-    let file_len = src.store().file_size();
-    let backup_path = backup::write(path, file_len, old_header, &runs).map_err(|e| {
-        usage_error(&format!(
-            "cannot write the header backup beside {name}: {e}; {name} was not changed"
-        ))
-    })?;
-    if let Err(e) = backup::overwrite(file, &new_header, &runs) {
-        // Put the old bytes back right away; if that fails too, the backup stays.
-        if backup::overwrite(file, old_header, &runs).is_ok()
-            && backup::remove(&backup_path).is_ok()
-        {
-            return Err(usage_error(&format!(
-                "writing the new header failed: {e}; the old header was put back"
-            )));
-        }
-        return Err(usage_error(&format!(
-            "writing the new header failed: {e}; the header may be damaged. Run `sipllm edit \
-             --recover {name}` to restore it from {}",
-            display(&backup_path)
-        )));
-    }
-    backup::remove(&backup_path).map_err(|e| {
-        usage_error(&format!(
-            "the new header is written, but the backup {} could not be removed: {e}; remove it \
-             by hand",
-            display(&backup_path)
-        ))
-    })?;
     Ok(Some(Rewritten {
         planned,
         header: (new_header.len() as u64, xxhash_rust::xxh3::xxh3_64(&new_header)),
-        rewritten: runs.iter().map(|r| r.len() as u64).sum(),
+        rewritten: stats.rewritten,
         applied,
         keys: (gguf.kv_len(), writer.kvs().len()),
         padding,
@@ -969,287 +1001,27 @@ fn check_in_place(
     if header.map(xxhash_rust::xxh3::xxh3_64) != Some(hash) {
         return Err("its header differs from the one written".to_owned());
     }
-    check_tensors(&written, planned, file)
+    // The source is the file itself: its tensor bytes must not have moved.
+    check_tensors(&written, planned, written.store().source())
 }
 
-/// `--recover`: put the header backup back.
+/// `--recover`: put the header backup back ([`in_place::recover`]).
 fn recover(path: &Path) -> io::Result<Exit> {
-    match backup::restore(path) {
-        Ok((backup, n)) => {
+    match in_place::recover(path) {
+        Ok(stats) => {
             let mut o = io::stdout().lock();
             writeln!(
                 o,
                 "restored {} bytes of the header of {} from {}; the header checks out; removed \
                  the backup",
-                group(n),
+                group(stats.restored),
                 display(path),
-                display(&backup)
+                display(&stats.backup)
             )?;
             o.flush()?;
             Ok(Exit::Ok)
         }
-        Err(msg) => Ok(usage_error(&msg)),
-    }
-}
-
-pub mod backup {
-    //! The crash-safe steps of an in-place header rewrite, as separate functions (the tests call
-    //! them one by one to simulate a crash between any two).
-    //!
-    //! 0. [`changed_runs`]: the 4 KiB blocks of the header region `[0, data_offset)` whose bytes
-    //!    change (an edit near the start with its padding pair right after it touches a block or
-    //!    two, not the whole 7.7 MB of a Llama-3 header);
-    //! 1. [`write()`]: those blocks' old bytes go to `.NAME.header-backup` beside the model,
-    //!    with the model's length, its data offset and the XXH3 of its whole old header region,
-    //!    the record itself checksummed — through a temporary file that is synced and renamed,
-    //!    so the backup exists only once it is complete;
-    //! 2. [`overwrite`]: the new bytes are written over those blocks and synced;
-    //! 3. [`remove`]: the backup is removed and the directory synced.
-    //!
-    //! A crash before 1 completes leaves the model untouched (and at most a stray temporary). A
-    //! crash after 1 leaves the backup, and [`pending`] makes every later `edit` refuse until
-    //! [`restore`] (`sipllm edit --recover FILE`) writes the old bytes back and checks the
-    //! whole header region against the recorded hash. Tensor data is never touched.
-    //!
-    //! The backup's layout (little-endian): `SIPLLMHB`, `u32` version 1, `u32` run count,
-    //! `u64` model length, `u64` data offset, `u64` XXH3-64 of the old `[0, data_offset)`; per
-    //! run `u64` offset, `u64` length and the old bytes; then `u64` XXH3-64 of all of the above.
-
-    use std::fs::File;
-    use std::io;
-    use std::ops::Range;
-    use std::os::unix::fs::FileExt;
-    use std::path::{Path, PathBuf};
-
-    use sipllm_gguf::Limits;
-    use sipllm_streaming::write::AtomicFile;
-    use sipllm_streaming::{GgufFile, OpenOptions};
-    use xxhash_rust::xxh3::xxh3_64;
-
-    use super::display;
-    use crate::render::escape;
-    use crate::render::value::group;
-
-    /// The first 8 bytes of a backup.
-    pub const MAGIC: &[u8; 8] = b"SIPLLMHB";
-
-    /// Blocks compared and rewritten.
-    pub const BLOCK: usize = 4096;
-
-    /// The backup's path: `.NAME.header-backup` in the model's directory.
-    pub fn path_for(model: &Path) -> PathBuf {
-        let mut name = std::ffi::OsString::from(".");
-        name.push(model.file_name().unwrap_or_default());
-        name.push(".header-backup");
-        model.with_file_name(name)
-    }
-
-    /// A refusal message when `model` has a backup (an interrupted in-place edit); `what`
-    /// goes before its name (`""`, `"the output "`).
-    pub fn pending(model: &Path, what: &str) -> Option<String> {
-        let backup = path_for(model);
-        if !backup.exists() {
-            return None;
-        }
-        let name = display(model);
-        Some(format!(
-            "{what}{name} has a header backup, {}, left by an interrupted `sipllm edit \
-             --in-place`: its header may be half-written. Run `sipllm edit --recover {name}` to \
-             restore the header from the backup (the tensor data was never touched), then edit \
-             again",
-            display(&backup)
-        ))
-    }
-
-    /// The [`BLOCK`]-aligned runs where `old` and `new` (the same length) differ, adjacent
-    /// blocks merged.
-    pub fn changed_runs(old: &[u8], new: &[u8]) -> Vec<Range<usize>> {
-        let n = old.len().max(new.len());
-        let mut runs: Vec<Range<usize>> = Vec::new();
-        let mut at = 0;
-        while at < n {
-            let end = at.saturating_add(BLOCK).min(n);
-            if old.get(at..end) != new.get(at..end) {
-                match runs.last_mut() {
-                    Some(r) if r.end == at => r.end = end,
-                    _ => runs.push(at..end),
-                }
-            }
-            at = end;
-        }
-        runs
-    }
-
-    /// Step 1: saves the `runs` of `old_header` (the model's current `[0, data_offset)`) and
-    /// what is needed to check a restore, as the backup of `model` (`model_len` bytes long).
-    pub fn write(
-        model: &Path,
-        model_len: u64,
-        old_header: &[u8],
-        runs: &[Range<usize>],
-    ) -> io::Result<PathBuf> {
-        let mut rec = Vec::new();
-        rec.extend_from_slice(MAGIC);
-        rec.extend_from_slice(&1u32.to_le_bytes());
-        let count = u32::try_from(runs.len()).map_err(|_| io::Error::other("too many runs"))?;
-        rec.extend_from_slice(&count.to_le_bytes());
-        rec.extend_from_slice(&model_len.to_le_bytes());
-        rec.extend_from_slice(&(old_header.len() as u64).to_le_bytes());
-        rec.extend_from_slice(&xxh3_64(old_header).to_le_bytes());
-        for r in runs {
-            let bytes = old_header
-                .get(r.clone())
-                .ok_or_else(|| io::Error::other("a run lies outside the header"))?;
-            rec.extend_from_slice(&(r.start as u64).to_le_bytes());
-            rec.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
-            rec.extend_from_slice(bytes);
-        }
-        let sum = xxh3_64(&rec);
-        rec.extend_from_slice(&sum.to_le_bytes());
-        let path = path_for(model);
-        let tmp = AtomicFile::create(&path)?;
-        tmp.file().write_all_at(&rec, 0)?;
-        tmp.commit()?;
-        Ok(path)
-    }
-
-    /// Step 2: writes the `runs` of `header` over the model at the same offsets and syncs.
-    pub fn overwrite(model: &File, header: &[u8], runs: &[Range<usize>]) -> io::Result<()> {
-        for r in runs {
-            let bytes = header
-                .get(r.clone())
-                .ok_or_else(|| io::Error::other("a run lies outside the header"))?;
-            model.write_all_at(bytes, r.start as u64)?;
-        }
-        model.sync_data()
-    }
-
-    /// Step 3: removes the backup and syncs its directory.
-    pub fn remove(backup: &Path) -> io::Result<()> {
-        std::fs::remove_file(backup)?;
-        if let Some(dir) = backup.parent().filter(|d| !d.as_os_str().is_empty()) {
-            // Best effort, as for any rename: some file systems cannot sync a directory.
-            let _ = File::open(dir).and_then(|d| d.sync_all());
-        }
-        Ok(())
-    }
-
-    /// A decoded backup.
-    struct Record<'a> {
-        model_len: u64,
-        data_offset: u64,
-        header_hash: u64,
-        runs: Vec<(u64, &'a [u8])>,
-    }
-
-    fn decode(rec: &[u8]) -> Option<Record<'_>> {
-        let (body, sum) = rec.split_at_checked(rec.len().checked_sub(8)?)?;
-        if xxh3_64(body) != u64::from_le_bytes(sum.try_into().ok()?) {
-            return None;
-        }
-        let mut at = 0usize;
-        let mut take = |n: usize| {
-            let b = body.get(at..at.checked_add(n)?)?;
-            at += n;
-            Some(b)
-        };
-        if take(8)? != MAGIC || take(4)? != 1u32.to_le_bytes() {
-            return None;
-        }
-        let u32_ = |b: &[u8]| b.try_into().ok().map(u32::from_le_bytes);
-        let u64_ = |b: &[u8]| b.try_into().ok().map(u64::from_le_bytes);
-        let count = u32_(take(4)?)?;
-        let model_len = u64_(take(8)?)?;
-        let data_offset = u64_(take(8)?)?;
-        let header_hash = u64_(take(8)?)?;
-        let mut runs = Vec::new();
-        for _ in 0..count {
-            let offset = u64_(take(8)?)?;
-            let len = usize::try_from(u64_(take(8)?)?).ok()?;
-            runs.push((offset, take(len)?));
-        }
-        (at == body.len()).then_some(Record { model_len, data_offset, header_hash, runs })
-    }
-
-    /// `--recover`: checks the backup (its own checksum, the model's length), writes the old
-    /// bytes back, checks the whole header region against the recorded hash, re-opens the model
-    /// (strict) and removes the backup. Returns the backup's path and the bytes restored.
-    pub fn restore(model: &Path) -> Result<(PathBuf, u64), String> {
-        let backup = path_for(model);
-        let name = display(model);
-        let bname = display(&backup);
-        let meta = match std::fs::metadata(&backup) {
-            Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return Err(format!(
-                    "no header backup for {name} ({bname} does not exist): nothing to recover"
-                ));
-            }
-            Err(e) => return Err(format!("cannot read {bname}: {e}")),
-        };
-        if meta.len() > Limits::default().max_header_bytes.saturating_mul(2) {
-            return Err(format!(
-                "{bname} is too large to be a header backup; {name} was not changed"
-            ));
-        }
-        let bytes = std::fs::read(&backup).map_err(|e| format!("cannot read {bname}: {e}"))?;
-        let rec = decode(&bytes).ok_or_else(|| {
-            format!(
-                "{bname} is not a header backup sipllm wrote (or it is damaged); {name} was not \
-                 changed. If {name} is intact (`sipllm validate {name}`), delete the backup"
-            )
-        })?;
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .open(model)
-            .map_err(|e| format!("cannot open {name} for writing: {e}"))?;
-        let len = file.metadata().map_err(|e| format!("cannot read {name}: {e}"))?.len();
-        if len != rec.model_len {
-            return Err(format!(
-                "{name} is {} bytes, but it was {} when {bname} was made: it is not the file \
-                 the backup belongs to, so it was not changed",
-                group(len),
-                group(rec.model_len)
-            ));
-        }
-        if rec.data_offset > len.min(Limits::default().max_header_bytes) {
-            return Err(format!(
-                "{bname} is damaged (its header would end past {name} or the header limit); \
-                 {name} was not changed"
-            ));
-        }
-        let mut restored = 0u64;
-        for (offset, old) in &rec.runs {
-            if offset.saturating_add(old.len() as u64) > rec.data_offset {
-                return Err(format!(
-                    "{bname} is damaged (a run past the header); {name} was not changed"
-                ));
-            }
-            file.write_all_at(old, *offset)
-                .map_err(|e| format!("writing the backup over {name}'s header failed: {e}"))?;
-            restored += old.len() as u64;
-        }
-        file.sync_data().map_err(|e| format!("syncing {name} failed: {e}"))?;
-        let mut header = vec![0u8; usize::try_from(rec.data_offset).unwrap_or(0)];
-        file.read_exact_at(&mut header, 0).map_err(|e| format!("cannot read {name}: {e}"))?;
-        if xxh3_64(&header) != rec.header_hash {
-            return Err(format!(
-                "after writing the backup back, {name}'s header does not match the one the \
-                 backup recorded; the backup {bname} is kept"
-            ));
-        }
-        GgufFile::open(model, &OpenOptions::default()).map_err(|e| {
-            format!(
-                "the header is restored, but {name} still does not open ({}); the backup \
-                 {bname} is kept",
-                escape::str(&e.to_string())
-            )
-        })?;
-        remove(&backup).map_err(|e| {
-            format!("{name} is restored, but the backup {bname} could not be removed: {e}")
-        })?;
-        Ok((backup, restored))
+        Err(e) => Ok(usage_error(&in_place_message(&e))),
     }
 }
 
@@ -1258,21 +1030,7 @@ pub mod backup {
 mod tests {
     use super::*;
     use sipllm_gguf::builder::{GgufBuilder, Value as B};
-
-    #[test]
-    fn changed_runs_are_whole_blocks_merged() {
-        let old = vec![0u8; 3 * backup::BLOCK + 10];
-        assert!(backup::changed_runs(&old, &old).is_empty());
-        let mut new = old.clone();
-        new[5] = 1;
-        new[backup::BLOCK + 1] = 1;
-        assert_eq!(backup::changed_runs(&old, &new), [0..2 * backup::BLOCK]);
-        new[3 * backup::BLOCK + 9] = 1;
-        assert_eq!(
-            backup::changed_runs(&old, &new),
-            [0..2 * backup::BLOCK, 3 * backup::BLOCK..old.len()]
-        );
-    }
+    use sipllm_streaming::in_place::{BLOCK, changed_runs};
 
     /// An edit near the start of a large header touches a block or two: the padding pair goes
     /// right after the edited pair, not after the vocabulary.
@@ -1292,7 +1050,7 @@ mod tests {
         let g =
             sipllm_gguf::parse_with(bytes.clone(), &sipllm_gguf::ParseOptions::default()).unwrap();
         let header = &bytes[..g.data_offset() as usize];
-        assert!(header.len() > 50 * backup::BLOCK);
+        assert!(header.len() > 50 * BLOCK);
         let edit = |key: &str, value: &'static str| {
             let mut w = GgufWriter::from_gguf(&g);
             w.set(key.as_bytes().to_vec(), Value::str(value));
@@ -1302,14 +1060,14 @@ mod tests {
         };
         let new = edit("general.name", "x");
         assert_eq!(new.len(), header.len());
-        assert_eq!(backup::changed_runs(header, &new), [0..backup::BLOCK]);
+        assert_eq!(changed_runs(header, &new), [0..BLOCK]);
         let parsed = sipllm_gguf::parse_with(&new[..], &Default::default()).unwrap();
         let keys: Vec<&[u8]> = parsed.metadata().map(|e| e.key.as_bytes()).collect();
         assert_eq!(keys[2], PADDING_KEY.as_bytes(), "right after the edited pair");
         // Editing a pair after the vocabulary changes the count field and the tail only.
         let new = edit("tokenizer.chat_template", "{{ y }}");
-        let runs = backup::changed_runs(header, &new);
-        assert_eq!(runs.first(), Some(&(0..backup::BLOCK)));
-        assert!(runs.iter().map(|r| r.len()).sum::<usize>() <= 3 * backup::BLOCK, "{runs:?}");
+        let runs = changed_runs(header, &new);
+        assert_eq!(runs.first(), Some(&(0..BLOCK)));
+        assert!(runs.iter().map(|r| r.len()).sum::<usize>() <= 3 * BLOCK, "{runs:?}");
     }
 }

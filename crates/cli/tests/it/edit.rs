@@ -8,9 +8,9 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value as Json;
-use sipllm_cli::commands::edit::backup;
 use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_gguf::{Endian, GgmlType, PADDING_KEY};
+use sipllm_streaming::in_place::{HeaderBackup, overwrite_runs};
 
 use crate::support::{golden, sipllm, temp_dir};
 
@@ -215,7 +215,7 @@ fn in_place_rewrites_only_the_header() {
     assert_eq!(g.data_offset() as usize, data_offset);
     assert_eq!(g.get_str("general.name"), Some("x"));
     assert!(g.get_str(PADDING_KEY).is_some());
-    assert!(!backup::path_for(&dir.join(&file)).exists(), "the backup is removed");
+    assert!(!HeaderBackup::path_for(&dir.join(&file)).exists(), "the backup is removed");
     assert_eq!(sipllm(&dir, &["validate", &file]).code, Some(0));
 
     // Editing again replaces the padding pair; the same value again writes nothing.
@@ -480,10 +480,12 @@ fn an_interrupted_in_place_edit_is_refused_until_recovered() {
     // half overwritten.
     let len = original.len() as u64;
     let whole = [0..data_offset];
-    let backup_path = backup::write(&path, len, &original[..data_offset], &whole).unwrap();
+    let backup = HeaderBackup::write(&path, len, &original[..data_offset], &whole).unwrap();
+    let backup_path = backup.path().to_path_buf();
     assert_eq!(backup_path, dir.join(".m.gguf.header-backup"));
+    drop(backup); // the crash: the backup stays
     let torn = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-    backup::overwrite(&torn, &vec![0xAB; data_offset], &[0..data_offset / 2]).unwrap();
+    overwrite_runs(&torn, &path, &vec![0xAB; data_offset], &[0..data_offset / 2]).unwrap();
     drop(torn);
     assert_eq!(sipllm(&dir, &["validate", &file]).code, Some(1), "the header is torn");
 
@@ -513,13 +515,13 @@ fn an_interrupted_in_place_edit_is_refused_until_recovered() {
 
     // A crash after step 2 (new header complete, backup still there): recovery puts the old
     // header back, which is also a consistent file.
-    backup::write(&path, len, &original[..data_offset], &whole).unwrap();
+    HeaderBackup::write(&path, len, &original[..data_offset], &whole).unwrap();
     let run = sipllm(&dir, &["edit", &file, "--in-place", "--set", "general.name=str:n"]);
     assert_eq!(run.code, Some(2), "refused while the backup exists");
     std::fs::remove_file(&backup_path).unwrap();
     let run = sipllm(&dir, &["edit", &file, "--in-place", "--set", "general.name=str:n"]);
     assert_eq!(run.code, Some(0), "{}", run.transcript());
-    backup::write(&path, len, &original[..data_offset], &whole).unwrap();
+    HeaderBackup::write(&path, len, &original[..data_offset], &whole).unwrap();
     let run = sipllm(&dir, &["edit", "--recover", &file]);
     assert_eq!(run.code, Some(0), "{}", run.transcript());
     assert_eq!(std::fs::read(&path).unwrap(), original);
@@ -532,7 +534,7 @@ fn an_interrupted_in_place_edit_is_refused_until_recovered() {
     assert_eq!(std::fs::read(&path).unwrap(), original);
     assert!(backup_path.exists(), "a backup that cannot be used is kept");
     // Nor is a backup made for a file of another length.
-    backup::write(&path, len + 1, &original[..data_offset], &whole).unwrap();
+    HeaderBackup::write(&path, len + 1, &original[..data_offset], &whole).unwrap();
     let run = sipllm(&dir, &["edit", "--recover", &file]);
     assert_eq!(run.code, Some(2));
     transcript.push_str(&format!("$ sipllm edit --recover m.gguf\n{}\n", run.transcript()));
