@@ -7,7 +7,9 @@
 //!    file (`GgufWriter::from_gguf`) reproduces the bytes (the writer's output is canonical).
 //! 2. **Re-write**: the input itself, if the strict parser accepts it, is re-written through
 //!    `GgufWriter::from_gguf` and parses to the same pairs, tensors and data; re-writing that
-//!    output changes nothing.
+//!    output changes nothing. Re-written in the other byte order (every number and array
+//!    element re-encoded, v1 lengths widened), it holds the same values too, and swapping back
+//!    gives the same-order re-write.
 
 use std::borrow::Cow;
 
@@ -183,7 +185,13 @@ fn rewrite_is_identity(target: &str, bytes: &[u8], g: &Gguf<&[u8]>) {
 }
 
 fn write_from(target: &str, g: &Gguf<&[u8]>) -> Vec<u8> {
-    let w = GgufWriter::from_gguf(g);
+    write_in(target, g, g.endian())
+}
+
+/// `g` re-written through `GgufWriter::from_gguf` in byte order `endian` (the other order
+/// re-encodes every number and array element instead of copying them).
+fn write_in(target: &str, g: &Gguf<&[u8]>, endian: Endian) -> Vec<u8> {
+    let w = GgufWriter::from_gguf(g).endian(endian);
     let data = |i: usize| {
         let t = &g.tensor_infos()[i];
         let (start, n) = (t.abs_offset() as usize, t.nbytes().unwrap_or(0) as usize);
@@ -193,22 +201,44 @@ fn write_from(target: &str, g: &Gguf<&[u8]>) -> Vec<u8> {
 }
 
 fn rewrite(data: &[u8]) {
-    let target = "roundtrip[rewrite]";
     let opts = strict(data.len()).with_v1(true);
     let Ok(g) = sipllm_gguf::parse_with(data, &opts) else { return };
     let Ok(layout) = GgufWriter::from_gguf(&g).layout() else {
-        panic!("{target}: a file the strict parser accepts cannot be re-written");
+        panic!("roundtrip[rewrite]: a file the strict parser accepts cannot be re-written");
     };
     if layout.file_size > MAX_FILE.max(data.len() as u64) {
         return;
     }
-    let out = write_from(target, &g);
-    let opts2 = strict(out.len());
-    let h = sipllm_gguf::parse_with(&out[..], &opts2)
+    let other = match g.endian() {
+        Endian::Little => Endian::Big,
+        Endian::Big => Endian::Little,
+    };
+    for (target, endian) in [("roundtrip[rewrite]", g.endian()), ("roundtrip[byte-swap]", other)] {
+        let out = write_in(target, &g, endian);
+        let h = same_content(target, &g, &out, endian);
+        if endian == g.endian() {
+            rewrite_is_identity(target, &out, &h);
+        } else {
+            // Swapping back gives what a same-order re-write gives.
+            let back = write_in(target, &h, g.endian());
+            assert!(back == write_from(target, &g), "{target}: swapping twice changed the file");
+        }
+    }
+}
+
+/// Parses the re-written `out` and checks it holds what `g` holds, in byte order `endian`.
+fn same_content<'o>(
+    target: &str,
+    g: &Gguf<&[u8]>,
+    out: &'o [u8],
+    endian: Endian,
+) -> Gguf<&'o [u8]> {
+    let opts = strict(out.len());
+    let h = sipllm_gguf::parse_with(out, &opts)
         .unwrap_or_else(|err| panic!("{target}: the re-written file does not parse: {err}"));
-    crate::gguf::check_gguf(target, &out, &h, &opts2);
+    crate::gguf::check_gguf(target, out, &h, &opts);
     let version = if g.version() == 1 { 3 } else { g.version() };
-    assert_eq!((h.version(), h.endian()), (version, g.endian()), "{target}: version or order");
+    assert_eq!((h.version(), h.endian()), (version, endian), "{target}: version or order");
     assert_eq!(h.kv_len(), g.kv_len(), "{target}: pair count");
     for (a, b) in g.metadata().zip(h.metadata()) {
         assert_eq!(a.key.as_bytes(), b.key.as_bytes(), "{target}: metadata[{}] key", a.index);
@@ -224,9 +254,9 @@ fn rewrite(data: &[u8]) {
             let (s, n) = (t.abs_offset() as usize, t.nbytes().unwrap_or(0) as usize);
             g.bytes().get(s..s + n).map(<[u8]>::to_vec)
         };
-        assert_eq!(slice(&g, x), slice(&h, y), "{what}: data changed");
+        assert_eq!(slice(g, x), slice(&h, y), "{what}: data changed");
     }
-    rewrite_is_identity(target, &out, &h);
+    h
 }
 
 /// A written value equals what was read (floats bit for bit).

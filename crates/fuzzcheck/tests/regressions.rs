@@ -3,9 +3,11 @@
 //! `fuzz/seeds/<target>/` (the seed corpora) through its target's property check, and then
 //! through every other target too (every target must survive any input).
 //!
-//! `SIPLLM_REPLAY_ONLY=<substring>` replays only the files whose name contains it (for slow
-//! interpreters: `SIPLLM_REPLAY_ONLY=v2.llmw cargo +nightly miri test -p sipllm-fuzzcheck
-//! --test regressions`).
+//! `SIPLLM_REPLAY_ONLY=<substring>` replays only the files whose name contains it, for slow
+//! interpreters. Under Miri pass it through `MIRIFLAGS` (cargo-miri keeps the environment of
+//! the build, so a changed variable is not seen otherwise): `MIRIFLAGS="-Zmiri-disable-isolation
+//! -Zmiri-env-set=SIPLLM_REPLAY_ONLY=v2." cargo +nightly miri test -p sipllm-fuzzcheck --test
+//! regressions`.
 
 mod support;
 
