@@ -7,7 +7,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use sipllm_gguf::builder::llama3;
-use sipllm_gguf::{Decoder, Event, MetaValue, ParseOptions};
+use sipllm_gguf::{Decoder, Event, MetaValue, ParseOptions, ValueType};
 
 /// The header bytes and padding up to the data section (what a reader must parse).
 fn llama3_header(vocab_div: usize) -> Vec<u8> {
@@ -42,6 +42,47 @@ fn bench_parse(c: &mut Criterion) {
         std::fs::write(&path, &bytes).unwrap();
         group.bench_function("floor_read_file", |b| {
             b.iter(|| black_box(std::fs::read(&path).unwrap()))
+        });
+
+        // The format's own floor, below which no validating reader can go: the string arrays
+        // are length-prefixed, so finding where they end (and where the next pair starts) is
+        // a walk whose every step depends on the length just read; and the strict profile must
+        // validate every string as UTF-8. Both measured bare, on the parsed arrays' payloads.
+        let gguf = sipllm_gguf::parse_with(&bytes[..], &opts).unwrap();
+        let arrays: Vec<(u64, &[u8])> = gguf
+            .metadata()
+            .filter_map(|entry| entry.value.as_array())
+            .filter(|a| a.elem_type() == ValueType::String)
+            .map(|a| {
+                // The payload's place in `bytes`, so the slice outlives the parsed AST.
+                let start = a.payload().as_ptr() as usize - bytes.as_ptr() as usize;
+                (a.len(), &bytes[start..start + a.payload().len()])
+            })
+            .collect();
+        drop(gguf);
+        group.bench_function("floor_string_walk", |b| {
+            b.iter(|| {
+                let mut total = 0u64;
+                for &(count, payload) in black_box(&arrays) {
+                    let mut pos = 0usize;
+                    for _ in 0..count {
+                        let len = payload
+                            .get(pos..pos + 8)
+                            .map_or(0, |l| u64::from_le_bytes(l.try_into().unwrap()));
+                        pos += 8 + len as usize;
+                        total += len;
+                    }
+                }
+                black_box(total)
+            })
+        });
+        group.bench_function("floor_utf8_validate", |b| {
+            b.iter(|| {
+                // Valid as one run: every length prefix here is below 128, hence ASCII.
+                for &(_, payload) in black_box(&arrays) {
+                    assert!(simdutf8::basic::from_utf8(payload).is_ok());
+                }
+            })
         });
 
         group.bench_function("parse_whole_slice", |b| {
