@@ -100,7 +100,8 @@ pub enum ProfileArg {
     /// The GGUF spec plus safety rules (the default).
     #[default]
     Strict,
-    /// Exactly what llama.cpp's loader accepts: "will llama.cpp load this file?".
+    /// Exactly what llama.cpp's loader accepts, under its own size caps (1 GiB strings,
+    /// 2^30-element arrays): "will llama.cpp load this file?".
     LlamaCpp,
     /// Read whatever can be read safely, turning tolerable errors into warnings.
     Lenient,

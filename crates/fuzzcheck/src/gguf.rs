@@ -59,8 +59,13 @@ pub(crate) fn parse_slice(data: &[u8]) {
         assert_eq!(s.directory(), l.directory(), "parse_slice: strict and lenient disagree");
     }
     // llama.cpp's acceptance is a subset of lenient's (lenient warns where llama.cpp does not
-    // check UTF-8, bools or zero dimensions): the same pairs, tensors and layout.
+    // check UTF-8, bools or zero dimensions): the same pairs, tensors and layout — under the
+    // same limits (the llama-cpp set has llama.cpp's larger caps: a huge alignment with no
+    // tensors puts the data offset past lenient's default `max_header_bytes`).
     if let Ok(c) = llama {
+        let [_, (_, llama_opts), (_, lenient_opts), _] = sets;
+        let same_limits = lenient_opts.with_limits(llama_opts.limits);
+        let lenient = &sipllm_gguf::parse_with(data, &same_limits);
         let Ok(l) = lenient else {
             panic!(
                 "parse_slice: llama-cpp accepts but lenient rejects: {:?}",

@@ -61,6 +61,33 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// llama.cpp's own caps (`gguf.cpp`, gguf-facts.md §4): strings up to 1 GiB, arrays up to
+    /// 2^30 elements, and no cap on the counts or the header's size other than the bytes the
+    /// file has. With them, [`Profile::LlamaCpp`] rejects exactly what llama.cpp rejects, so
+    /// [`ParseOptions::new`] gives that profile these limits. A streaming reader may then
+    /// buffer a header as large as the file — as llama.cpp does.
+    pub fn llama_cpp() -> Limits {
+        Limits {
+            max_string_len: 1 << 30,
+            max_array_len: 1 << 30,
+            max_kv_count: u64::MAX,
+            max_tensor_count: u64::MAX,
+            max_header_bytes: u64::MAX,
+            ..Limits::default()
+        }
+    }
+
+    /// The limits [`ParseOptions::new`] gives a profile: [`Limits::llama_cpp`] for
+    /// [`Profile::LlamaCpp`], [`Limits::default`] for the others.
+    pub fn for_profile(profile: Profile) -> Limits {
+        match profile {
+            Profile::LlamaCpp => Limits::llama_cpp(),
+            Profile::Strict | Profile::Lenient => Limits::default(),
+        }
+    }
+}
+
 /// Everything that shapes a parse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct ParseOptions {
@@ -77,12 +104,12 @@ pub struct ParseOptions {
 }
 
 impl ParseOptions {
-    /// Default options with the given profile.
+    /// Default options with the given profile and its limits ([`Limits::for_profile`]).
     pub fn new(profile: Profile) -> ParseOptions {
-        ParseOptions { profile, ..ParseOptions::default() }
+        ParseOptions { profile, limits: Limits::for_profile(profile), ..ParseOptions::default() }
     }
 
-    /// Sets the profile.
+    /// Sets the profile, keeping the limits (use [`ParseOptions::new`] for the profile's own).
     pub fn with_profile(mut self, profile: Profile) -> ParseOptions {
         self.profile = profile;
         self
@@ -104,5 +131,86 @@ impl ParseOptions {
     pub fn with_file_size(mut self, file_size: Option<u64>) -> ParseOptions {
         self.file_size = file_size;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builder::{GgufBuilder, Value};
+    use crate::{Error, ErrorKind, Gguf, parse_with};
+
+    /// A `UINT8` array pair's raw value: declaring `count` elements, `present` of them there.
+    fn u8_array(count: u64, present: usize) -> Value {
+        let mut bytes = 0u32.to_le_bytes().to_vec();
+        bytes.extend(count.to_le_bytes());
+        bytes.resize(bytes.len() + present, 7);
+        Value::Raw { type_code: 9, bytes }
+    }
+
+    fn parse(file: &[u8], profile: Profile) -> Result<Gguf<&[u8]>, Error> {
+        parse_with(file, &ParseOptions::new(profile))
+    }
+
+    // The first pair's value (its length or element type field) starts at 24 (header) + 9
+    // (key "s" or "a") + 4 (type).
+    const VALUE: u64 = 37;
+
+    #[test]
+    fn profiles_get_their_limits() {
+        assert_eq!(ParseOptions::new(Profile::Strict).limits, Limits::default());
+        assert_eq!(ParseOptions::new(Profile::Lenient).limits, Limits::default());
+        assert_eq!(ParseOptions::new(Profile::LlamaCpp).limits, Limits::llama_cpp());
+        // `with_profile` keeps limits set before it.
+        let tight = Limits { max_depth: 2, ..Limits::default() };
+        let opts = ParseOptions::default().with_limits(tight).with_profile(Profile::LlamaCpp);
+        assert_eq!(opts.limits, tight);
+    }
+
+    /// A string and an array just past our caps and far within llama.cpp's: strict and lenient
+    /// refuse them, the llama-cpp profile loads them, as llama.cpp does.
+    #[test]
+    fn llama_cpp_profile_loads_what_only_our_caps_refuse() {
+        let string_len = Limits::default().max_string_len + 1;
+        let array_len = Limits::default().max_array_len + 1;
+        let string = vec![b'a'; string_len as usize];
+        let file = GgufBuilder::new()
+            .kv("s", Value::String(string.clone()))
+            .kv("a", u8_array(array_len, array_len as usize))
+            .build();
+        for profile in [Profile::Strict, Profile::Lenient] {
+            let err = parse(&file, profile).unwrap_err();
+            assert_eq!(
+                err.kind(),
+                &ErrorKind::StringTooLong { len: string_len, max: 64 << 20 },
+                "{profile:?}"
+            );
+            assert_eq!(err.offset(), VALUE);
+        }
+        let g = parse(&file, Profile::LlamaCpp).unwrap();
+        assert_eq!(g.get_str("s").map(str::len), Some(string.len()));
+        assert_eq!(g.get_array("a").map(|a| a.len()), Some(array_len));
+    }
+
+    /// llama.cpp refuses a string over 1 GiB and an array over 2^30 elements by their length
+    /// field alone; at exactly those sizes it reads on (and here meets the end of the file).
+    #[test]
+    fn llama_cpp_caps_are_llama_cpps() {
+        let cap = 1u64 << 30;
+        let string = |declared| {
+            GgufBuilder::new().kv("s", Value::StringWithLen { declared, bytes: vec![] }).build()
+        };
+        let array = |count| GgufBuilder::new().kv("a", u8_array(count, 0)).build();
+
+        let err = parse(&string(cap + 1), Profile::LlamaCpp).unwrap_err();
+        assert_eq!(err.kind(), &ErrorKind::StringTooLong { len: cap + 1, max: cap });
+        assert_eq!(err.offset(), VALUE);
+        let err = parse(&string(cap), Profile::LlamaCpp).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::UnexpectedEof { .. }), "{err}");
+
+        let err = parse(&array(cap + 1), Profile::LlamaCpp).unwrap_err();
+        assert_eq!(err.kind(), &ErrorKind::ArrayTooLong { len: cap + 1, max: cap });
+        let err = parse(&array(cap), Profile::LlamaCpp).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::UnexpectedEof { .. }), "{err}");
     }
 }

@@ -52,7 +52,9 @@ impl OpenOptions {
         self
     }
 
-    /// Sets the GGUF parser's profile.
+    /// Sets the GGUF parser's profile, keeping the parse limits (for the profile's own limits,
+    /// [`Limits::for_profile`](sipllm_gguf::Limits::for_profile), use
+    /// `with_parse(ParseOptions::new(profile))`).
     pub fn with_profile(mut self, profile: Profile) -> OpenOptions {
         self.parse.profile = profile;
         self

@@ -5,6 +5,7 @@ use sipllm_cli::commands::validate::check;
 use sipllm_cli::diagnostic::{FileDiagnostic, Renderer};
 use sipllm_cli::open::OpenSettings;
 use sipllm_gguf::Profile;
+use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_streaming::{Backend, FileBacking, ReadAt};
 
 use crate::files::{cases, valid, write};
@@ -67,6 +68,27 @@ fn valid_invalid_and_missing_files() {
         assert_eq!(sipllm(&dir, &[cmd, &bad]).code, Some(1), "{cmd}");
         assert_eq!(sipllm(&dir, &[cmd, "no-such-file.gguf"]).code, Some(2), "{cmd}");
     }
+}
+
+/// `--profile llama-cpp` runs under llama.cpp's own caps (`Limits::llama_cpp`): a string one
+/// byte over our default 64 MiB limit (llama.cpp allows 1 GiB) is invalid for strict and
+/// valid for llama-cpp.
+#[test]
+fn llama_cpp_profile_uses_llama_cpps_caps() {
+    let dir = temp_dir("llama-cpp-caps");
+    let template = vec![b'x'; (64 << 20) + 1];
+    let bytes = GgufBuilder::new().kv("tokenizer.chat_template", Value::String(template)).build();
+    let path = write(&dir, "long-template.gguf", &bytes);
+    let strict = sipllm(&dir, &["validate", &path]);
+    assert_eq!(strict.code, Some(1), "{}", strict.transcript());
+    assert!(
+        strict.transcript().contains("gguf::limits::string_too_long"),
+        "{}",
+        strict.transcript()
+    );
+    let llama = sipllm(&dir, &["validate", "--profile", "llama-cpp", &path]);
+    assert_eq!(llama.code, Some(0), "{}", llama.transcript());
+    std::fs::remove_file(dir.join(&path)).unwrap();
 }
 
 #[test]
