@@ -170,6 +170,7 @@ mod tests {
     /// A string and an array just past our caps and far within llama.cpp's: strict and lenient
     /// refuse them, the llama-cpp profile loads them, as llama.cpp does.
     #[test]
+    #[cfg_attr(miri, ignore = "parses 128 MiB: hours under Miri")]
     fn llama_cpp_profile_loads_what_only_our_caps_refuse() {
         let string_len = Limits::default().max_string_len + 1;
         let array_len = Limits::default().max_array_len + 1;
