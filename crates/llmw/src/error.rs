@@ -444,19 +444,14 @@ impl sipllm_gguf::Kind for ErrorKind {
 mod tests {
     use super::*;
 
+    /// The shared `Path` is tested where it lives (sipllm-gguf); `.llmw` adds only its
+    /// row-major `dims[j]` segment.
     #[test]
-    fn paths_render_like_the_docs_say() {
-        let p = Path::root()
-            .with(PathSeg::Metadata { index: 12, key: Some("tokenizer.tokens".into()) })
-            .with(PathSeg::Element(5031));
-        assert_eq!(p.to_string(), "metadata[12] \"tokenizer.tokens\"[5031]");
+    fn row_major_dims_render_as_dims() {
         let p = Path::root()
             .with(PathSeg::Tensor { index: 7, name: Some("blk.0.attn_q.weight".into()) })
             .with(PathSeg::RowMajorDim(1));
         assert_eq!(p.to_string(), "tensor[7] \"blk.0.attn_q.weight\" dims[1]");
-        // Control characters from the file are escaped, never printed raw.
-        let p = Path::root().with(PathSeg::Metadata { index: 0, key: Some("a\x1b[2Jb".into()) });
-        assert_eq!(p.to_string(), "metadata[0] \"a\\u{1b}[2Jb\"");
     }
 
     #[test]
