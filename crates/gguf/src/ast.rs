@@ -381,14 +381,14 @@ impl<B: AsRef<[u8]>> Gguf<B> {
 
     /// The key of a pair.
     pub fn key(&self, kv: &MetaKv) -> MetaStr<'_> {
-        MetaStr::new(self.span_bytes(kv.key))
+        MetaStr::from_bytes(self.span_bytes(kv.key))
     }
 
     /// The value of a pair.
     pub fn value(&self, kv: &MetaKv) -> MetaValue<'_> {
         let b = self.span_bytes(kv.value);
         match (kv.value_type, kv.array) {
-            (ValueType::String, _) => MetaValue::String(MetaStr::new(b)),
+            (ValueType::String, _) => MetaValue::String(MetaStr::from_bytes(b)),
             (ValueType::Array, Some(head)) => {
                 MetaValue::Array(ArrayView::new(head.elem_type, head.len, b, self.dir.enc))
             }
@@ -445,7 +445,7 @@ impl<B: AsRef<[u8]>> Gguf<B> {
 
     /// The name of a tensor.
     pub fn tensor_name(&self, info: &TensorInfo) -> MetaStr<'_> {
-        MetaStr::new(self.span_bytes(info.name))
+        MetaStr::from_bytes(self.span_bytes(info.name))
     }
 
     /// Every tensor with its name, in directory order.

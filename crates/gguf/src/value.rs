@@ -112,11 +112,21 @@ impl fmt::Display for ValueType {
 
 /// A string stored in the file: bytes that are valid UTF-8 unless the lenient profile let
 /// invalid ones through.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// Also the string type of `sipllm-streaming`'s collapsed metadata view, for GGUF and `.llmw`
+/// alike.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct MetaStr<'a>(&'a [u8]);
 
+impl<'a> From<&'a str> for MetaStr<'a> {
+    fn from(s: &'a str) -> MetaStr<'a> {
+        MetaStr(s.as_bytes())
+    }
+}
+
 impl<'a> MetaStr<'a> {
-    pub(crate) fn new(bytes: &'a [u8]) -> MetaStr<'a> {
+    /// Wraps stored bytes.
+    pub fn from_bytes(bytes: &'a [u8]) -> MetaStr<'a> {
         MetaStr(bytes)
     }
 

@@ -808,7 +808,7 @@ impl StreamError {
                 asked for; use a wider type or check the file."
                 .into(),
             StreamError::MetaUtf8 { .. } => "the writer stored raw bytes; read the value with \
-                `meta()` and `Text::as_bytes`."
+                `meta()` and `MetaStr::as_bytes`."
                 .into(),
             StreamError::SplitMissingShard { .. } => "a split set is only complete with every \
                 shard beside the first, named <prefix>-NNNNN-of-NNNNN.gguf as gguf-split wrote \

@@ -4,9 +4,10 @@ use std::path::{Path, PathBuf};
 
 use sipllm_gguf::{Decoder, Gguf};
 
+use crate::MetaStr;
 use crate::backing::{FileBacking, ReadAt};
 use crate::error::StreamError;
-use crate::meta::{Meta, Text};
+use crate::meta::Meta;
 use crate::options::OpenOptions;
 use crate::source::{TensorInfo, WeightSource};
 use crate::store::TensorStore;
@@ -139,14 +140,11 @@ impl WeightSource for GgufFile {
 
     fn meta(&self, key: &str) -> Option<Meta<'_>> {
         let entry = self.gguf.get_entry(key)?;
-        Some(Meta::from_gguf(Text::from_bytes(entry.key.as_bytes()), entry.value))
+        Some(Meta::from_gguf(entry.key, entry.value))
     }
 
-    fn metadata(&self) -> Box<dyn Iterator<Item = (Text<'_>, Meta<'_>)> + '_> {
-        Box::new(self.gguf.metadata().map(|e| {
-            let key = Text::from_bytes(e.key.as_bytes());
-            (key, Meta::from_gguf(key, e.value))
-        }))
+    fn metadata(&self) -> Box<dyn Iterator<Item = (MetaStr<'_>, Meta<'_>)> + '_> {
+        Box::new(self.gguf.metadata().map(|e| (e.key, Meta::from_gguf(e.key, e.value))))
     }
 
     fn prefetch(&self, tensor: &TensorInfo) -> Result<(), StreamError> {

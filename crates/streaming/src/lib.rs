@@ -75,9 +75,12 @@ pub use error::StreamError;
 pub use gguf_file::{GgufFile, read_header};
 pub use in_place::{HeaderBackup, InPlaceStats, RecoverStats, rewrite_header_in_place};
 pub use llmw_file::{ModelFile, read_llmw_header};
-pub use meta::{FloatIter, FloatList, IntIter, IntList, Meta, MetaKind, StrIter, StrList, Text};
+pub use meta::{FloatIter, FloatList, IntIter, IntList, Meta, MetaKind, StrIter, StrList};
 pub use model::{Format, Model, open_model, open_model_from};
 pub use options::OpenOptions;
+/// The string type of the metadata view (the parser's own: stored bytes, UTF-8 unless parsed
+/// leniently).
+pub use sipllm_gguf::MetaStr;
 pub use source::{TensorInfo, WeightSource};
 pub use split::SplitFile;
 pub use store::TensorStore;

@@ -4,9 +4,10 @@ use std::path::{Path, PathBuf};
 
 use sipllm_llmw::{Decoder, Llmw};
 
+use crate::MetaStr;
 use crate::backing::{FileBacking, ReadAt};
 use crate::error::StreamError;
-use crate::meta::{Meta, Text};
+use crate::meta::Meta;
 use crate::options::OpenOptions;
 use crate::source::{TensorInfo, WeightSource};
 use crate::store::TensorStore;
@@ -137,12 +138,12 @@ impl WeightSource for ModelFile {
 
     fn meta(&self, key: &str) -> Option<Meta<'_>> {
         let entry = self.llmw.get_entry(key)?;
-        Meta::from_llmw(Text::from(entry.key), entry.value)
+        Meta::from_llmw(MetaStr::from(entry.key), entry.value)
     }
 
-    fn metadata(&self) -> Box<dyn Iterator<Item = (Text<'_>, Meta<'_>)> + '_> {
+    fn metadata(&self) -> Box<dyn Iterator<Item = (MetaStr<'_>, Meta<'_>)> + '_> {
         Box::new(self.llmw.metadata().filter_map(|e| {
-            let key = Text::from(e.key);
+            let key = MetaStr::from(e.key);
             Some((key, Meta::from_llmw(key, e.value)?))
         }))
     }

@@ -10,82 +10,12 @@
 //! Other formats build the same lists over slices ([`IntList::from_slice`],
 //! [`FloatList::from_slice`], [`StrList::from_strings`]).
 
-use std::borrow::Cow;
 use std::fmt;
 
-use sipllm_gguf::{ArrayView, MetaValue, Strings, ValueType, Values};
+use sipllm_gguf::{ArrayView, MetaStr, MetaValue, Strings, ValueType, Values};
 use sipllm_llmw::{NumberIter, Numbers, StrArray};
 
 use crate::error::StreamError;
-
-/// A stored string: bytes that are valid UTF-8 unless the file was parsed leniently.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct Text<'a>(&'a [u8]);
-
-impl<'a> Text<'a> {
-    /// Wraps stored bytes.
-    pub fn from_bytes(bytes: &'a [u8]) -> Text<'a> {
-        Text(bytes)
-    }
-
-    /// The stored bytes.
-    pub fn as_bytes(&self) -> &'a [u8] {
-        self.0
-    }
-
-    /// The string, if it is valid UTF-8.
-    pub fn as_str(&self) -> Option<&'a str> {
-        std::str::from_utf8(self.0).ok()
-    }
-
-    /// The string with invalid sequences replaced by U+FFFD.
-    pub fn to_string_lossy(&self) -> Cow<'a, str> {
-        String::from_utf8_lossy(self.0)
-    }
-
-    /// Length in bytes.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// True for the empty string.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl<'a> From<&'a str> for Text<'a> {
-    fn from(s: &'a str) -> Text<'a> {
-        Text(s.as_bytes())
-    }
-}
-
-impl fmt::Debug for Text<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.as_str() {
-            Some(s) => fmt::Debug::fmt(s, f),
-            None => write!(f, "b{:?}", self.to_string_lossy()),
-        }
-    }
-}
-
-impl fmt::Display for Text<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_string_lossy())
-    }
-}
-
-impl PartialEq<str> for Text<'_> {
-    fn eq(&self, other: &str) -> bool {
-        self.0 == other.as_bytes()
-    }
-}
-
-impl PartialEq<&str> for Text<'_> {
-    fn eq(&self, other: &&str) -> bool {
-        self.0 == other.as_bytes()
-    }
-}
 
 /// The collapsed type of a [`Meta`] value, for matching and error messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -141,7 +71,7 @@ pub enum Meta<'a> {
     /// A bool.
     Bool(bool),
     /// A string.
-    Str(Text<'a>),
+    Str(MetaStr<'a>),
     /// An array of any integer type.
     Ints(IntList<'a>),
     /// An array of `FLOAT32` or `FLOAT64`.
@@ -154,7 +84,7 @@ pub enum Meta<'a> {
 
 impl<'a> Meta<'a> {
     /// Collapses a parsed GGUF value. `key` is kept by lists for their error messages.
-    pub fn from_gguf(key: Text<'a>, value: MetaValue<'a>) -> Meta<'a> {
+    pub fn from_gguf(key: MetaStr<'a>, value: MetaValue<'a>) -> Meta<'a> {
         match value {
             MetaValue::Uint8(v) => Meta::Int(v.into()),
             MetaValue::Int8(v) => Meta::Int(v.into()),
@@ -167,7 +97,7 @@ impl<'a> Meta<'a> {
             MetaValue::Float32(v) => Meta::Float(v.into()),
             MetaValue::Float64(v) => Meta::Float(v),
             MetaValue::Bool(v) => Meta::Bool(v),
-            MetaValue::String(s) => Meta::Str(Text(s.as_bytes())),
+            MetaValue::String(s) => Meta::Str(s),
             MetaValue::Array(a) => match a.elem_type() {
                 ValueType::Float32 | ValueType::Float64 => {
                     Meta::Floats(FloatList { key, repr: FloatRepr::Gguf(a) })
@@ -186,12 +116,12 @@ impl<'a> Meta<'a> {
     ///
     /// `None` only for a value type newer than this crate (the `.llmw` value enum is
     /// non-exhaustive; every type of format versions 1 and 2 is mapped).
-    pub fn from_llmw(key: Text<'a>, value: sipllm_llmw::MetaValue<'a>) -> Option<Meta<'a>> {
+    pub fn from_llmw(key: MetaStr<'a>, value: sipllm_llmw::MetaValue<'a>) -> Option<Meta<'a>> {
         use sipllm_llmw::MetaValue as V;
         Some(match value {
             V::I64(v) => Meta::Int(v.into()),
             V::F64(v) => Meta::Float(v),
-            V::Str(s) => Meta::Str(Text::from(s)),
+            V::Str(s) => Meta::Str(MetaStr::from(s)),
             V::I64Array(a) => Meta::Ints(IntList { key, repr: IntRepr::Llmw(a) }),
             V::F64Array(a) => Meta::Floats(FloatList { key, repr: FloatRepr::Llmw(a) }),
             V::StrArray(a) => Meta::Strs(StrList { key, repr: StrRepr::Llmw(a) }),
@@ -238,7 +168,7 @@ impl<'a> Meta<'a> {
     }
 
     /// A string, as stored.
-    pub fn as_text(&self) -> Option<Text<'a>> {
+    pub fn as_text(&self) -> Option<MetaStr<'a>> {
         match *self {
             Meta::Str(v) => Some(v),
             _ => None,
@@ -300,7 +230,7 @@ fn len_of(n: u64) -> usize {
 /// of `i64`.
 #[derive(Clone, Copy)]
 pub struct IntList<'a> {
-    key: Text<'a>,
+    key: MetaStr<'a>,
     repr: IntRepr<'a>,
 }
 
@@ -323,7 +253,7 @@ impl<'a> IntList<'a> {
     }
 
     /// The key this list is stored under.
-    pub fn key(&self) -> Text<'a> {
+    pub fn key(&self) -> MetaStr<'a> {
         self.key
     }
 
@@ -488,7 +418,7 @@ impl ExactSizeIterator for IntIter<'_> {}
 /// `f64`.
 #[derive(Clone, Copy)]
 pub struct FloatList<'a> {
-    key: Text<'a>,
+    key: MetaStr<'a>,
     repr: FloatRepr<'a>,
 }
 
@@ -511,7 +441,7 @@ impl<'a> FloatList<'a> {
     }
 
     /// The key this list is stored under.
-    pub fn key(&self) -> Text<'a> {
+    pub fn key(&self) -> MetaStr<'a> {
         self.key
     }
 
@@ -653,7 +583,7 @@ impl ExactSizeIterator for FloatIter<'_> {}
 /// slice of `String` or `&str`.
 #[derive(Clone, Copy)]
 pub struct StrList<'a> {
-    key: Text<'a>,
+    key: MetaStr<'a>,
     repr: StrRepr<'a>,
 }
 
@@ -682,7 +612,7 @@ impl<'a> StrList<'a> {
     }
 
     /// The key this list is stored under.
-    pub fn key(&self) -> Text<'a> {
+    pub fn key(&self) -> MetaStr<'a> {
         self.key
     }
 
@@ -703,7 +633,7 @@ impl<'a> StrList<'a> {
 
     /// Element `index`: O(1) for slices, O(index) for files (strings have variable size; to
     /// look up many, collect [`to_vec`](Self::to_vec) once).
-    pub fn get(&self, index: usize) -> Option<Text<'a>> {
+    pub fn get(&self, index: usize) -> Option<MetaStr<'a>> {
         self.iter().nth(index)
     }
 
@@ -764,7 +694,7 @@ impl PartialEq for StrList<'_> {
 }
 
 impl<'a> IntoIterator for StrList<'a> {
-    type Item = Text<'a>;
+    type Item = MetaStr<'a>;
     type IntoIter = StrIter<'a>;
     fn into_iter(self) -> StrIter<'a> {
         self.iter()
@@ -789,24 +719,24 @@ enum StrIterRepr<'a> {
 }
 
 impl<'a> Iterator for StrIter<'a> {
-    type Item = Text<'a>;
+    type Item = MetaStr<'a>;
 
     #[inline]
-    fn next(&mut self) -> Option<Text<'a>> {
+    fn next(&mut self) -> Option<MetaStr<'a>> {
         match &mut self.0 {
-            StrIterRepr::Gguf(it) => it.next().map(|s| Text(s.as_bytes())),
+            StrIterRepr::Gguf(it) => it.next(),
             StrIterRepr::Llmw { it, remaining } => match it.next() {
                 Some(s) => {
                     *remaining = remaining.saturating_sub(1);
-                    Some(Text(s.as_bytes()))
+                    Some(MetaStr::from_bytes(s.as_bytes()))
                 }
                 None => {
                     *remaining = 0;
                     None
                 }
             },
-            StrIterRepr::Owned(it) => it.next().map(|s| Text(s.as_bytes())),
-            StrIterRepr::Borrowed(it) => it.next().map(|s| Text(s.as_bytes())),
+            StrIterRepr::Owned(it) => it.next().map(|s| MetaStr::from_bytes(s.as_bytes())),
+            StrIterRepr::Borrowed(it) => it.next().map(|s| MetaStr::from_bytes(s.as_bytes())),
         }
     }
 
@@ -847,7 +777,7 @@ mod tests {
         let strs = ["a", "bc"];
         assert_eq!(sl, StrList::from_strs("other", &strs), "equality ignores the key");
         assert_eq!(sl.to_vec().unwrap(), vec!["a", "bc"]);
-        assert_eq!(sl.get(1), Some(Text::from("bc")));
+        assert_eq!(sl.get(1), Some(MetaStr::from("bc")));
     }
 
     #[test]

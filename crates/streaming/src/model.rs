@@ -10,11 +10,12 @@ use std::fmt;
 use std::fs::File;
 use std::path::Path;
 
+use crate::MetaStr;
 use crate::backing::{FileBacking, ReadAt};
 use crate::error::StreamError;
 use crate::gguf_file::GgufFile;
 use crate::llmw_file::ModelFile;
-use crate::meta::{Meta, Text};
+use crate::meta::Meta;
 use crate::options::OpenOptions;
 use crate::source::{TensorInfo, WeightSource};
 use crate::split::{SplitFile, SplitKeys};
@@ -282,7 +283,7 @@ impl WeightSource for Model {
         self.as_weight_source().meta(key)
     }
 
-    fn metadata(&self) -> Box<dyn Iterator<Item = (Text<'_>, Meta<'_>)> + '_> {
+    fn metadata(&self) -> Box<dyn Iterator<Item = (MetaStr<'_>, Meta<'_>)> + '_> {
         self.as_weight_source().metadata()
     }
 

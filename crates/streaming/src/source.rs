@@ -3,8 +3,9 @@
 use sipllm_gguf::GgmlType;
 use smallvec::SmallVec;
 
+use crate::MetaStr;
 use crate::error::StreamError;
-use crate::meta::{self, FloatList, IntList, Meta, MetaKind, StrList, Text};
+use crate::meta::{self, FloatList, IntList, Meta, MetaKind, StrList};
 
 /// One tensor as the seam describes it, whatever the file format.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -80,7 +81,7 @@ pub trait WeightSource: Send + Sync {
     fn meta(&self, key: &str) -> Option<Meta<'_>>;
 
     /// Every metadata pair, in file order.
-    fn metadata(&self) -> Box<dyn Iterator<Item = (Text<'_>, Meta<'_>)> + '_>;
+    fn metadata(&self) -> Box<dyn Iterator<Item = (MetaStr<'_>, Meta<'_>)> + '_>;
 
     /// A hint that `tensor` will be read soon (readahead); errors may be ignored.
     fn prefetch(&self, tensor: &TensorInfo) -> Result<(), StreamError>;
@@ -89,7 +90,7 @@ pub trait WeightSource: Send + Sync {
     fn file_size(&self) -> u64;
 
     /// Every metadata key, in file order.
-    fn meta_keys(&self) -> Box<dyn Iterator<Item = Text<'_>> + '_> {
+    fn meta_keys(&self) -> Box<dyn Iterator<Item = MetaStr<'_>> + '_> {
         Box::new(self.metadata().map(|(k, _)| k))
     }
 

@@ -4,8 +4,8 @@
 use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_gguf::{GgmlType, Profile, ValueType};
 use sipllm_streaming::{
-    FloatList, GgufFile, IntList, MemSource, Meta, MetaKind, OpenOptions, StrList, StreamError,
-    TensorInfo, TensorStore, Text, WeightSource,
+    FloatList, GgufFile, IntList, MemSource, Meta, MetaKind, MetaStr, OpenOptions, StrList,
+    StreamError, TensorInfo, TensorStore, WeightSource,
 };
 use smallvec::smallvec;
 
@@ -44,7 +44,7 @@ fn scalars_collapse_to_int_float_bool_str() {
     assert_eq!(f.meta("u64.big"), Some(Meta::Int(u64::MAX.into())));
     assert_eq!(f.meta("f32"), Some(Meta::Float(f64::from(1e-5f32))));
     assert_eq!(f.meta("flag"), Some(Meta::Bool(true)));
-    assert_eq!(f.meta("name"), Some(Meta::Str(Text::from("tiny"))));
+    assert_eq!(f.meta("name"), Some(Meta::Str(MetaStr::from("tiny"))));
     assert_eq!(f.meta("absent"), None);
 
     assert_eq!(f.meta_int("i32.neg").unwrap(), -5);
@@ -213,13 +213,13 @@ impl WeightSource for ToySource {
     fn meta(&self, key: &str) -> Option<Meta<'_>> {
         self.metadata().find(|(k, _)| *k == key).map(|(_, v)| v)
     }
-    fn metadata(&self) -> Box<dyn Iterator<Item = (Text<'_>, Meta<'_>)> + '_> {
-        let k = |s: &'static str| Text::from(s);
+    fn metadata(&self) -> Box<dyn Iterator<Item = (MetaStr<'_>, Meta<'_>)> + '_> {
+        let k = |s: &'static str| MetaStr::from(s);
         Box::new(
             [
                 (k("llama.block_count"), Meta::Int(self.layers.into())),
                 (k("llama.attention.layer_norm_rms_epsilon"), Meta::Float(self.eps)),
-                (k("general.architecture"), Meta::Str(Text::from(self.arch.as_str()))),
+                (k("general.architecture"), Meta::Str(MetaStr::from(self.arch.as_str()))),
                 (
                     k("tokenizer.ggml.token_type"),
                     Meta::Ints(IntList::from_slice("tokenizer.ggml.token_type", &self.token_types)),

@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 
 use sipllm_gguf::NameIndex;
 
+use crate::MetaStr;
 use crate::error::StreamError;
 use crate::gguf_file::GgufFile;
-use crate::meta::{Meta, Text};
+use crate::meta::Meta;
 use crate::options::OpenOptions;
 use crate::source::{TensorInfo, WeightSource};
 use crate::split::name::ShardName;
@@ -471,7 +472,7 @@ impl WeightSource for SplitFile {
         self.first().meta(key)
     }
 
-    fn metadata(&self) -> Box<dyn Iterator<Item = (Text<'_>, Meta<'_>)> + '_> {
+    fn metadata(&self) -> Box<dyn Iterator<Item = (MetaStr<'_>, Meta<'_>)> + '_> {
         self.first().metadata()
     }
 
