@@ -60,8 +60,8 @@ pub(crate) fn parse_slice(data: &[u8]) {
     }
     // llama.cpp's acceptance is a subset of lenient's (lenient warns where llama.cpp does not
     // check UTF-8, bools or zero dimensions): the same pairs, tensors and layout — under the
-    // same limits (the llama-cpp set has llama.cpp's larger caps: a huge alignment with no
-    // tensors puts the data offset past lenient's default `max_header_bytes`).
+    // same limits (the llama-cpp set has llama.cpp's larger caps, so an input only those admit,
+    // say a string over 64 MiB, is compared with lenient under them too).
     if let Ok(c) = llama {
         let [_, (_, llama_opts), (_, lenient_opts), _] = sets;
         let same_limits = lenient_opts.with_limits(llama_opts.limits);
