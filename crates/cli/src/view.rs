@@ -280,30 +280,10 @@ impl<'a> View<'a> {
             return View::of_set(opened, set);
         }
         if let Some(g) = opened.gguf() {
-            let header = g.header();
-            return View {
-                summary: Summary {
-                    format: Format::Gguf,
-                    version: g.version(),
-                    endian: endian_name(g.endian()),
-                    file_size: opened.file_size(),
-                    alignment: g.alignment().into(),
-                    data_offset: g.data_offset(),
-                    kv_count: header.kv_count,
-                    tensor_count: header.tensor_count,
-                },
-                entries: g
-                    .metadata()
-                    .map(|e| Entry {
-                        index: e.index,
-                        key: e.key.as_bytes(),
-                        value: Val::from_gguf(e.value),
-                    })
-                    .collect(),
-                tensors: gguf_tensors(g, None, 0).collect(),
-                warnings: gguf_warnings(g, None).collect(),
-                split: None,
-            };
+            let tensors = gguf_tensors(g, None, 0).collect();
+            let warnings = gguf_warnings(g, None).collect();
+            let tensor_count = g.header().tensor_count;
+            return View::of_gguf(g, opened.file_size(), tensor_count, tensors, warnings, None);
         }
         let Some(l) = opened.llmw() else {
             // `Opened` always holds one of the two formats.
@@ -350,7 +330,6 @@ impl<'a> View<'a> {
 
     fn of_set(opened: &'a Opened, set: &'a SplitFile) -> View<'a> {
         let first = set.first().gguf();
-        let header = first.header();
         let mut tensors = Vec::new();
         let mut warnings = Vec::new();
         let mut files = Vec::with_capacity(set.shard_count());
@@ -366,18 +345,32 @@ impl<'a> View<'a> {
                 tensors: g.tensor_infos().len(),
             });
         }
+        let split = Some(SetView { files, declared_tensors: set.declared_tensors() });
+        View::of_gguf(first, opened.file_size(), tensor_count, tensors, warnings, split)
+    }
+
+    /// One GGUF header's summary and metadata, beside the tensors, warnings and counts of
+    /// the file or set it heads.
+    fn of_gguf(
+        g: &'a Gguf<Vec<u8>>,
+        file_size: u64,
+        tensor_count: u64,
+        tensors: Vec<TensorRow<'a>>,
+        warnings: Vec<WarningRow>,
+        split: Option<SetView>,
+    ) -> View<'a> {
         View {
             summary: Summary {
                 format: Format::Gguf,
-                version: first.version(),
-                endian: endian_name(first.endian()),
-                file_size: opened.file_size(),
-                alignment: first.alignment().into(),
-                data_offset: first.data_offset(),
-                kv_count: header.kv_count,
+                version: g.version(),
+                endian: endian_name(g.endian()),
+                file_size,
+                alignment: g.alignment().into(),
+                data_offset: g.data_offset(),
+                kv_count: g.header().kv_count,
                 tensor_count,
             },
-            entries: first
+            entries: g
                 .metadata()
                 .map(|e| Entry {
                     index: e.index,
@@ -387,7 +380,7 @@ impl<'a> View<'a> {
                 .collect(),
             tensors,
             warnings,
-            split: Some(SetView { files, declared_tensors: set.declared_tensors() }),
+            split,
         }
     }
 
