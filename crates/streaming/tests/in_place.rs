@@ -18,20 +18,14 @@ use sipllm_streaming::in_place::{
 use sipllm_streaming::{GgufFile, OpenOptions, StreamError, rewrite_header_in_place};
 use xxhash_rust::xxh3::xxh3_64;
 
+mod common;
+use common::dir_entries;
+
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sipllm-in-place-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn entries(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
 }
 
 /// A model whose header spans several blocks: `general.name` in the first block,
@@ -138,14 +132,14 @@ fn the_backup_record_has_the_documented_layout() {
     assert_eq!(rec[8..12], VERSION.to_le_bytes());
     assert_eq!(rec.len(), 8 + 4 + 4 + 8 + 8 + 8 + 2 * (16 + BLOCK) + 8);
     assert_eq!(std::fs::read(&path).unwrap(), bytes, "step 1 does not touch the model");
-    assert_eq!(entries(&dir), [".m.gguf.header-backup", "m.gguf"], "no temporary left");
+    assert_eq!(dir_entries(&dir), [".m.gguf.header-backup", "m.gguf"], "no temporary left");
     backup.remove().unwrap();
     assert_eq!(HeaderBackup::pending(&path), None);
-    assert_eq!(entries(&dir), ["m.gguf"]);
+    assert_eq!(dir_entries(&dir), ["m.gguf"]);
     // A run outside the header is refused before anything is created.
     let e = HeaderBackup::write(&path, 1, &header[..10], &[0..11]).unwrap_err();
     assert_eq!(e.code(), "stream::in_place::backup_write");
-    assert_eq!(entries(&dir), ["m.gguf"]);
+    assert_eq!(dir_entries(&dir), ["m.gguf"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -163,7 +157,7 @@ fn a_rewrite_writes_only_the_changed_blocks() {
     let mut expected = new.clone();
     expected.extend_from_slice(&bytes[offset..]);
     assert_eq!(std::fs::read(&path).unwrap(), expected);
-    assert_eq!(entries(&dir), ["m.gguf"], "the backup is removed");
+    assert_eq!(dir_entries(&dir), ["m.gguf"], "the backup is removed");
     let reopened = GgufFile::open(&path, &OpenOptions::default()).unwrap();
     assert_eq!(reopened.gguf().get_str("general.name"), Some("name-bbbb"));
     drop(reopened);
@@ -182,7 +176,7 @@ fn a_rewrite_writes_only_the_changed_blocks() {
     let stats = rewrite_header_in_place(&file, &path, &newer, &newer).unwrap();
     assert!(stats.runs.is_empty());
     assert_eq!(stats.rewritten, 0);
-    assert_eq!(entries(&dir), ["m.gguf"]);
+    assert_eq!(dir_entries(&dir), ["m.gguf"]);
 
     // Another length: refused before anything is written.
     let e = rewrite_header_in_place(&file, &path, &newer, &newer[..offset - 1]).unwrap_err();
@@ -191,7 +185,7 @@ fn a_rewrite_writes_only_the_changed_blocks() {
         matches!(e, StreamError::InPlaceLength { old, new, .. } if old == offset as u64 && new == old - 1)
     );
     assert_eq!(&std::fs::read(&path).unwrap()[..offset], &newer[..]);
-    assert_eq!(entries(&dir), ["m.gguf"]);
+    assert_eq!(dir_entries(&dir), ["m.gguf"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -227,7 +221,7 @@ fn a_crash_between_any_two_steps_is_undone_by_recover() {
         assert_eq!(stats.restored, backed_up, "{when}");
         assert_eq!(std::fs::read(&path).unwrap(), bytes, "{when}: restored byte for byte");
         assert_eq!(HeaderBackup::pending(&path), None, "{when}");
-        assert_eq!(entries(&dir), ["m.gguf"], "{when}");
+        assert_eq!(dir_entries(&dir), ["m.gguf"], "{when}");
     }
     // Nothing left to recover.
     let e = in_place::recover(&path).unwrap_err();
@@ -349,7 +343,7 @@ fn a_failed_header_write_keeps_the_backup_for_recovery() {
     let stats = in_place::recover(&path).unwrap();
     assert_eq!(stats.restored, BLOCK as u64);
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
-    assert_eq!(entries(&dir), ["m.gguf"]);
+    assert_eq!(dir_entries(&dir), ["m.gguf"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -365,6 +359,6 @@ fn a_backup_that_cannot_be_written_leaves_the_model_alone() {
     assert_eq!(e.code(), "stream::in_place::backup_write", "{e}");
     assert_eq!(e.path(), Some(elsewhere.as_path()));
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
-    assert_eq!(entries(&dir), ["m.gguf"]);
+    assert_eq!(dir_entries(&dir), ["m.gguf"]);
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -11,20 +11,14 @@ use sipllm_gguf::{GgmlType, GgufWriter};
 use sipllm_streaming::write::{BuildStats, ReaderData};
 use sipllm_streaming::{AtomicFile, GgufFileBuilder, StreamError, TensorData, copy_range};
 
+mod common;
+use common::dir_entries;
+
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sipllm-write-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn entries(dir: &std::path::Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
 }
 
 fn sample() -> Vec<u8> {
@@ -49,12 +43,12 @@ fn an_uncommitted_atomic_file_leaves_the_destination_alone() {
         // Dropped without commit: an error or panic on the way.
     }
     assert_eq!(std::fs::read(&dest).unwrap(), b"old");
-    assert_eq!(entries(&dir), ["model.gguf"], "the temporary is gone");
+    assert_eq!(dir_entries(&dir), ["model.gguf"], "the temporary is gone");
     let f = AtomicFile::create(&dest).unwrap();
     f.file().write_all_at(b"new", 0).unwrap();
     f.commit().unwrap();
     assert_eq!(std::fs::read(&dest).unwrap(), b"new");
-    assert_eq!(entries(&dir), ["model.gguf"]);
+    assert_eq!(dir_entries(&dir), ["model.gguf"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -167,12 +161,12 @@ fn a_write_that_fails_midway_leaves_the_old_file_or_nothing() {
     let err = build(10).unwrap_err();
     assert_eq!(err.code(), "stream::write::io");
     assert!(!dest.exists());
-    assert!(entries(&dir).is_empty(), "{:?}", entries(&dir));
+    assert!(dir_entries(&dir).is_empty(), "{:?}", dir_entries(&dir));
     // An existing destination stays exactly the old file.
     std::fs::write(&dest, b"the old model").unwrap();
     build(10).unwrap_err();
     assert_eq!(std::fs::read(&dest).unwrap(), b"the old model");
-    assert_eq!(entries(&dir), ["model.gguf"]);
+    assert_eq!(dir_entries(&dir), ["model.gguf"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
 
@@ -201,6 +195,6 @@ fn wrong_or_missing_data_is_refused_before_the_destination_changes() {
     let err = b.write_to_path(&dest).unwrap_err();
     assert!(matches!(&err, StreamError::DataLength { expected: 68, got: 69, .. }), "{err}");
     assert!(!dest.exists());
-    assert!(entries(&dir).is_empty());
+    assert!(dir_entries(&dir).is_empty());
     std::fs::remove_dir_all(dir).unwrap();
 }
