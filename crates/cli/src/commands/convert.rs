@@ -311,17 +311,9 @@ fn gguf_to_llmw(src: &GgufFile, args: &ConvertArgs) -> Result<Done, Exit> {
     for (p, &(to, _)) in planned.iter_mut().zip(&layout.tensors) {
         p.to = to;
     }
-    let out_name = display(&args.output);
-    let tmp = AtomicFile::create(&args.output)
-        .map_err(|e| usage_error(&format!("cannot create a file beside {out_name}: {e}")))?;
-    if let Err(e) = write_llmw_into(writer, &tmp) {
-        return Err(usage_error(&format!(
-            "writing {out_name} failed: {}; {out_name} was not changed",
-            escape::str(&e.to_string())
-        )));
-    }
     let source = src.store().source();
-    check_and_commit(tmp, &args.output, Format::Llmw, &kept, src, &planned, source)?;
+    let write = |tmp: &AtomicFile| write_llmw_into(writer, tmp);
+    write_check_and_commit(&args.output, Format::Llmw, write, &kept, src, &planned, source)?;
     Ok(Done {
         keys: kept.len(),
         tensors: planned.len(),
@@ -379,17 +371,9 @@ fn llmw_to_gguf(src: &ModelFile, file: &File, args: &ConvertArgs) -> Result<Done
     for (i, p) in planned.iter().enumerate() {
         builder.set_data(i, TensorData::File { file, offset: p.from });
     }
-    let out_name = display(&args.output);
-    let tmp = AtomicFile::create(&args.output)
-        .map_err(|e| usage_error(&format!("cannot create a file beside {out_name}: {e}")))?;
-    if let Err(e) = builder.write_into(&tmp) {
-        return Err(usage_error(&format!(
-            "writing {out_name} failed: {}; {out_name} was not changed",
-            escape::str(&e.to_string())
-        )));
-    }
     let source = src.store().source();
-    check_and_commit(tmp, &args.output, Format::Gguf, &kept, src, &planned, source)?;
+    let write = |tmp: &AtomicFile| builder.write_into(tmp);
+    write_check_and_commit(&args.output, Format::Gguf, write, &kept, src, &planned, source)?;
     Ok(Done {
         keys: kept.len(),
         tensors: planned.len(),
@@ -475,18 +459,26 @@ fn narrow(v: i64, t: ValueType) -> Option<Value<'static>> {
     })
 }
 
-/// Re-opens the temporary as `format`, checks it (keys through the seam, tensors, sampled
-/// data), and renames it over `out`.
-fn check_and_commit(
-    tmp: AtomicFile,
+/// Writes the output into a temporary beside `out` with `write`, re-opens it as `format`,
+/// checks it (keys through the seam, tensors, sampled data), and renames it over `out`.
+fn write_check_and_commit<T, E: std::fmt::Display>(
     out: &Path,
     format: Format,
+    write: impl FnOnce(&AtomicFile) -> Result<T, E>,
     kept: &[String],
     src: &dyn WeightSource,
     planned: &[Planned],
     source: &dyn ReadAt,
 ) -> Result<(), Exit> {
     let out_name = display(out);
+    let tmp = AtomicFile::create(out)
+        .map_err(|e| usage_error(&format!("cannot create a file beside {out_name}: {e}")))?;
+    if let Err(e) = write(&tmp) {
+        return Err(usage_error(&format!(
+            "writing {out_name} failed: {}; {out_name} was not changed",
+            escape::str(&e.to_string())
+        )));
+    }
     let fail = |msg: String| {
         usage_error(&format!(
             "the written file failed its check, so {out_name} was not replaced: {msg}"
