@@ -7,7 +7,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use sipllm_gguf::builder::llama3;
-use sipllm_gguf::{Decoder, Event, MetaValue, ParseOptions, ValueType};
+use sipllm_gguf::{Decoder, Event, MetaValue, ParseOptions, Profile, ValueType};
 
 /// The header bytes and padding up to the data section (what a reader must parse).
 fn llama3_header(vocab_div: usize) -> Vec<u8> {
@@ -44,10 +44,11 @@ fn bench_parse(c: &mut Criterion) {
             b.iter(|| black_box(std::fs::read(&path).unwrap()))
         });
 
-        // The format's own floor, below which no validating reader can go: the string arrays
-        // are length-prefixed, so finding where they end (and where the next pair starts) is
-        // a walk whose every step depends on the length just read; and the strict profile must
-        // validate every string as UTF-8. Both measured bare, on the parsed arrays' payloads.
+        // What the format itself costs, measured bare on the parsed arrays' payloads. The
+        // string arrays are length-prefixed, so finding where they end is a walk whose every
+        // step depends on the length just read: `floor_string_walk` is that plain walk (the
+        // parser's speculative walk, src/walk.rs, now beats it). And the strict profile must
+        // validate every string as UTF-8: `floor_utf8_validate` is one SIMD pass over them.
         let gguf = sipllm_gguf::parse_with(&bytes[..], &opts).unwrap();
         let arrays: Vec<(u64, &[u8])> = gguf
             .metadata()
@@ -87,6 +88,12 @@ fn bench_parse(c: &mut Criterion) {
 
         group.bench_function("parse_whole_slice", |b| {
             b.iter(|| sipllm_gguf::parse_with(black_box(&bytes[..]), &opts).unwrap())
+        });
+        // The llama-cpp profile does not check UTF-8 (llama.cpp does not): the difference to
+        // the strict parse above is what validation costs inside the parser.
+        let llama = ParseOptions::new(Profile::LlamaCpp);
+        group.bench_function("parse_llama_cpp_profile", |b| {
+            b.iter(|| sipllm_gguf::parse_with(black_box(&bytes[..]), &llama).unwrap())
         });
 
         // The streaming path: the same decoder fed 64 KiB at a time into a growing buffer.

@@ -12,6 +12,7 @@ use crate::index::NameIndex;
 use crate::layout::{self, Placement};
 use crate::options::{Limits, ParseOptions, Profile};
 use crate::value::ValueType;
+use crate::walk;
 
 /// The default alignment when `general.alignment` is absent.
 pub const DEFAULT_ALIGNMENT: u32 = 32;
@@ -858,10 +859,15 @@ impl Decoder {
     /// hot loop of a vocabulary. `Some(n)`: the next element needs `n` more bytes; `None`:
     /// progress was made (the array may be complete).
     ///
+    /// Most elements are walked by the speculative fast path ([`walk`]); this loop walks the
+    /// ones it leaves (long strings, the array's last few hundred, anything wrong) and alone
+    /// reports problems and missing bytes.
+    ///
     /// UTF-8 is validated per *run* of elements with one SIMD pass over the run's bytes
     /// (length fields included). That is exact: a substring of valid UTF-8 is valid iff it
     /// starts and ends on character boundaries, i.e. neither its first byte nor the byte after
-    /// it is a continuation byte. Elements failing that boundary test are checked on their own.
+    /// it is a continuation byte. Elements failing that boundary test are checked on their own;
+    /// the fast path only walks strings of at most 127 bytes, whose length fields are ASCII.
     fn run_strings(
         &mut self,
         buf: &[u8],
@@ -876,7 +882,41 @@ impl Decoder {
         let mut i = run;
         let mut next = frame.next;
         let mut problem = None;
+        // Elements this loop walks before it tries the fast path again, after the fast path
+        // walked little: when it is of no use (frequent long strings, an array's tail), asking
+        // it after every element would cost more than it saves.
+        let mut pause = 0u32;
         let need = loop {
+            // The fast path walks the bulk of a long array without reporting anything; it stops
+            // before any element this loop might have something to say about, and this loop
+            // walks that one and hands back.
+            if enc.wide && pause == 0 {
+                // What it walks must also end inside the header-size limit.
+                let room = limits.max_header_bytes.saturating_sub(offset_in(buf, i));
+                let fast_run = i.get(..usize::try_from(room).unwrap_or(usize::MAX)).unwrap_or(i);
+                let walked =
+                    walk::strings(enc.endian, fast_run, frame.len - next, limits.max_string_len);
+                let batch = i.get(..walked.bytes).unwrap_or_default();
+                i = i.get(walked.bytes..).unwrap_or_default();
+                // The one boundary the run's single UTF-8 pass could miss: the fast path's last
+                // string followed by a length field that starts with a continuation byte (a
+                // long string's, which this loop walks next). The batch alone ends where that
+                // string ends, so checking it alone is exact.
+                if check
+                    && walked.elements > 0
+                    && i.first().is_some_and(|&b| is_continuation(b))
+                    && simdutf8::basic::from_utf8(batch).is_err()
+                    && let Some((k, _)) = first_invalid_string(batch, enc)
+                {
+                    problem = Some(Err(next + k));
+                    break None;
+                }
+                next += walked.elements;
+                if walked.elements < walk::PROBE {
+                    pause = 16;
+                }
+            }
+            pause = pause.saturating_sub(1);
             if next == frame.len {
                 break None;
             }

@@ -75,6 +75,7 @@ mod index;
 mod layout;
 mod options;
 mod value;
+mod walk;
 pub mod writer;
 
 pub use ast::{ArrayHead, Directory, Gguf, MetaEntry, MetaKv, Span, TensorInfo, TensorRef};
