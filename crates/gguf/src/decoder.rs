@@ -231,17 +231,31 @@ fn on_char_boundaries(s: &[u8], rest: &[u8]) -> bool {
 
 /// The index and contents of the first element of a run of (already parsed) string elements
 /// that is not valid UTF-8.
+///
+/// One SIMD pass says where the run first fails; only the element there is checked on its own.
+/// When that element is valid, the failure came from a length field that is not ASCII (a long
+/// string's), and the pass resumes after it: real vocabularies hold a few such strings, and
+/// checking every element alone instead cost them several times the whole parse.
 fn first_invalid_string(run: &[u8], enc: Encoding) -> Option<(u64, &[u8])> {
     let mut i = run;
     let mut k = 0;
-    while let Ok((rest, s)) = grammar::string_at(enc, i) {
-        if std::str::from_utf8(s).is_err() {
-            return Some((k, s));
+    loop {
+        // Offsets from here: the failing sequence starts `bad` bytes in.
+        let bad = simdutf8::compat::from_utf8(i).err()?.valid_up_to();
+        let mut walked = 0;
+        loop {
+            let (rest, s) = grammar::string_at(enc, i).ok()?;
+            walked += i.len() - rest.len();
+            i = rest;
+            k += 1;
+            if walked > bad {
+                if std::str::from_utf8(s).is_err() {
+                    return Some((k - 1, s));
+                }
+                break;
+            }
         }
-        i = rest;
-        k += 1;
     }
-    None
 }
 
 fn lossy(bytes: &[u8]) -> Box<str> {
