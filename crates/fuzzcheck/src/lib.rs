@@ -13,6 +13,7 @@
 //! | [`weight_source`] | a GGUF or `.llmw` file | opened from memory through `sipllm-streaming`, every tensor reads back exactly the input's bytes; every metadata value reads through the seam |
 //! | [`llmw_parse`] | a `.llmw` file | parses without panicking; everything decodes and satisfies `docs/llmw.md`; parse → `ModelWriter` → parse keeps the content |
 //! | [`roundtrip`] | generator entropy, and a GGUF file | a header generated from the input → `GgufWriter` → the strict parser reads back exactly what was written; a file the strict parser accepts → `GgufWriter::from_gguf` → the same content; re-writing the writer's output is the identity |
+//! | [`string_array`] | flags, then length-prefixed strings | grown into a string array long enough for the decoder's speculative fast path: every profile gives back exactly those strings, or (strict) fails at the first that is not UTF-8, with its offset and path; chunked equals whole |
 //!
 //! See `fuzz/README.md` for running them.
 
@@ -21,6 +22,7 @@ mod gguf;
 mod llmw;
 mod roundtrip;
 mod stream;
+mod strings;
 mod text;
 
 pub use chunked::Schedule;
@@ -80,14 +82,25 @@ pub fn roundtrip(data: &[u8]) {
     roundtrip::roundtrip(data);
 }
 
+/// Grows `data`'s strings into a long string array (see the table above) and checks that every
+/// profile reads it back exactly, or fails at the first invalid string, whole and chunked.
+///
+/// # Panics
+///
+/// On a property violation.
+pub fn string_array(data: &[u8]) {
+    strings::string_array(data);
+}
+
 /// A property check: one fuzz input in, a panic on a violation.
 pub type Check = fn(&[u8]);
 
 /// Every target, by the name of its fuzz target and its directories under `fuzz/`.
-pub const TARGETS: [(&str, Check); 5] = [
+pub const TARGETS: [(&str, Check); 6] = [
     ("parse_slice", parse_slice),
     ("chunk_independent", chunk_independent),
     ("weight_source", weight_source),
     ("llmw_parse", llmw_parse),
     ("roundtrip", roundtrip),
+    ("string_array", string_array),
 ];

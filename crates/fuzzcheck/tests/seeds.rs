@@ -338,6 +338,8 @@ fn all_seeds() -> Seeds {
         for (rel, len) in [
             ("real/ggml-vocab-llama-spm.gguf", 4096),
             ("real/ggml-vocab-bert-bge.gguf", 4096),
+            // Long enough for the decoder's string-array fast path (a 4 KiB window on).
+            ("real/ggml-vocab-gpt-2.gguf", 16384),
             ("real-historic/ggml-vocab-llama.2023-08-18.v1.gguf", 4096),
             ("real-historic/ggml-vocab-llama.2023-08-17.fugg-magic.gguf", 1024),
             ("real-historic/test_writer.2024-02-06.gguf", 4096),
@@ -382,7 +384,44 @@ fn all_seeds() -> Seeds {
         put("llmw_parse", name, Origin::Made, bytes.clone());
         put("weight_source", name, Origin::Made, bytes.clone());
     }
+    for (name, bytes) in string_array_made() {
+        put("string_array", name, Origin::Made, bytes);
+    }
     seeds
+}
+
+/// `string_array` inputs: a flags byte (bit 0 big-endian, bits 1-3 filler units), then
+/// strings as a length byte and the bytes.
+fn string_array_made() -> Vec<(&'static str, Vec<u8>)> {
+    let input = |flags: u8, strings: &[&[u8]]| {
+        let mut out = vec![flags];
+        for s in strings {
+            out.push(s.len() as u8);
+            out.extend_from_slice(s);
+        }
+        out
+    };
+    let long = |n: usize| vec![b'x'; n];
+    let (l126, l127, l128, l130, l150, l255) =
+        (long(126), long(127), long(128), long(130), long(150), long(255));
+    let vocab: &[&[u8]] = &[b"a", "Ġthe".as_bytes(), "é".as_bytes(), "ż€😀".as_bytes(), b""];
+    let around_127: &[&[u8]] = &[b"ab", &l126, &l127, &l128, b"cd", &l130, &l255];
+    vec![
+        ("vocab.le", input(0, vocab)),
+        ("vocab.be", input(1, vocab)),
+        ("around-127.le", input(2, around_127)),
+        ("around-127.be", input(3, around_127)),
+        // An invalid string deep in the array, after 3 filler units.
+        ("invalid-late.le", input(6, &[b"ok", b"ab\xFFcd", b"fine"])),
+        // A string ending in a lead byte, then a long one whose little-endian length field
+        // starts with a continuation byte (150 = 0x96): one character if read together.
+        ("lead-before-continuation-length.le", input(4, &[b"ok", b"ab\xC3", &l150])),
+        // Strings holding what looks like a length field (5, then seven zero bytes).
+        (
+            "fake-length-fields.le",
+            input(0, &[b"\x05\0\0\0\0\0\0\0abc", b"q", b"\x7f\0\0\0\0\0\0\0"]),
+        ),
+    ]
 }
 
 #[test]
