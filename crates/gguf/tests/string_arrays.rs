@@ -84,23 +84,28 @@ fn an_invalid_string_deep_in_the_array_is_reported_at_its_element() {
     for endian in [Endian::Little, Endian::Big] {
         for (index, long_every) in [(20_000, None), (39_999, None), (123, None), (20_000, Some(50))]
         {
-            let mut strings = vocabulary(40_000, long_every);
-            strings[index] = b"ab\xFFcd".to_vec();
-            let bytes = file(&strings, endian);
-            let err = decode_every_way(&bytes, &strict()).unwrap_err();
-            assert_eq!(
-                err.kind(),
-                &ErrorKind::InvalidUtf8 { field: StrField::Value, valid_up_to: 2 },
-                "{endian:?} {index}"
-            );
-            assert_eq!(err.offset(), element_at(&strings, index) + 8);
-            assert_eq!(err.path().segments(), element_path(index as u64));
+            // Short, and long: 150 bytes, whose length field starts with a continuation byte.
+            for (bad, valid_up_to) in
+                [(b"ab\xFFcd".to_vec(), 2), ([vec![b'x'; 148], vec![0xFF, b'y']].concat(), 148)]
+            {
+                let mut strings = vocabulary(40_000, long_every);
+                strings[index] = bad;
+                let bytes = file(&strings, endian);
+                let err = decode_every_way(&bytes, &strict()).unwrap_err();
+                assert_eq!(
+                    err.kind(),
+                    &ErrorKind::InvalidUtf8 { field: StrField::Value, valid_up_to },
+                    "{endian:?} {index}"
+                );
+                assert_eq!(err.offset(), element_at(&strings, index) + 8);
+                assert_eq!(err.path().segments(), element_path(index as u64));
 
-            // Lenient: one warning there, and everything after it still parsed.
-            let lenient = ParseOptions::default().with_profile(Profile::Lenient);
-            let dir = decode_every_way(&bytes, &lenient).unwrap();
-            assert_eq!(dir.warnings().len(), 1);
-            assert_eq!(dir.warnings()[0].offset(), element_at(&strings, index) + 8);
+                // Lenient: one warning there, and everything after it still parsed.
+                let lenient = ParseOptions::default().with_profile(Profile::Lenient);
+                let dir = decode_every_way(&bytes, &lenient).unwrap();
+                assert_eq!(dir.warnings().len(), 1);
+                assert_eq!(dir.warnings()[0].offset(), element_at(&strings, index) + 8);
+            }
         }
     }
 }
@@ -173,15 +178,20 @@ fn arb_valid(len: std::ops::Range<usize>) -> impl Strategy<Value = Vec<u8>> {
 }
 
 /// Mostly short valid strings, as in a vocabulary; now and then a long one (the fast path
-/// leaves those to the decoder's loop); rarely one with a bad byte at its start, end or
-/// middle, so the first invalid string falls anywhere in the array; and rarely the pair a
+/// leaves those to the decoder's loop); rarely one, short or long, with a bad byte at its
+/// start, end or middle, so the first invalid string falls anywhere in the array; and rarely
+/// the pair a
 /// run-wide UTF-8 pass could be fooled by: a string ending in a lead byte, then a long one
 /// whose little-endian length field starts with a continuation byte (128 to 191).
 fn arb_strings() -> impl Strategy<Value = Vec<Vec<u8>>> {
     prop_oneof![
         2000 => arb_valid(0..8).prop_map(|s| vec![s]),
         40 => arb_valid(40..400).prop_map(|s| vec![s]),
-        1 => (arb_valid(0..8), prop::sample::select(BAD), 0..3usize).prop_map(|(mut s, bad, at)| {
+        1 => (
+            prop_oneof![arb_valid(0..8), arb_valid(40..400)],
+            prop::sample::select(BAD),
+            0..3usize,
+        ).prop_map(|(mut s, bad, at)| {
             match at {
                 0 => s.insert(0, bad),
                 1 => s.push(bad),
