@@ -232,48 +232,28 @@ fn on_char_boundaries(s: &[u8], rest: &[u8]) -> bool {
 /// The index and contents of the first element of a run of (already parsed) string elements
 /// that is not valid UTF-8.
 ///
-/// One SIMD pass says where the run first fails. A failure inside a length field (a long
-/// string's, whose bytes are not all ASCII) says nothing about the strings: the pass resumes at
-/// that element's string. A failure inside a string checks that string alone: if it is
-/// invalid, that is the answer; otherwise the pass resumes after it. Real vocabularies hold a
-/// few such long strings; checking every element alone instead cost them several times the
-/// whole parse.
+/// One SIMD pass says where the run first fails; only the element there is checked on its own.
+/// When that element is valid, the failure came from a length field that is not ASCII (a long
+/// string's), and the pass resumes after it: real vocabularies hold a few such strings, and
+/// checking every element alone instead cost them several times the whole parse.
 fn first_invalid_string(run: &[u8], enc: Encoding) -> Option<(u64, &[u8])> {
-    let field = enc.len_size();
-    // The pass covers `i`, which starts at element `k`: at its length field, or, when `head` is
-    // `Some(len)`, at its string of `len` bytes.
     let mut i = run;
     let mut k = 0;
-    let mut head: Option<usize> = None;
     loop {
+        // Offsets from here: the failing sequence starts `bad` bytes in.
         let bad = simdutf8::compat::from_utf8(i).err()?.valid_up_to();
-        let mut at = 0;
-        if let Some(len) = head.take() {
-            let s = i.get(..len)?;
-            if bad < len {
-                // The string started the pass, so it fails on its own.
-                return Some((k, s));
-            }
-            at = len;
-            k += 1;
-        }
+        let mut walked = 0;
         loop {
-            let (rest, s) = grammar::string_at(enc, i.get(at..)?).ok()?;
-            let end = i.len() - rest.len();
-            if end > bad {
-                if bad < at + field {
-                    i = i.get(at + field..)?;
-                    head = Some(s.len());
-                } else if std::str::from_utf8(s).is_err() {
-                    return Some((k, s));
-                } else {
-                    i = rest;
-                    k += 1;
+            let (rest, s) = grammar::string_at(enc, i).ok()?;
+            walked += i.len() - rest.len();
+            i = rest;
+            k += 1;
+            if walked > bad {
+                if std::str::from_utf8(s).is_err() {
+                    return Some((k - 1, s));
                 }
                 break;
             }
-            at = end;
-            k += 1;
         }
     }
 }
