@@ -9,8 +9,8 @@
 //!
 //! Guesses are never trusted: a lane counts only when the lane before it, itself trusted,
 //! landed exactly on its start (the first lane starts where the caller says an element
-//! starts). A wrong guess costs only that lane's work; the answer is always the longest
-//! prefix of the run a plain walk verifies. The walk is conservative: it stops before any
+//! starts). A wrong guess costs only that lane's work; the answer is always a prefix of what
+//! a plain walk would walk. The walk is conservative: it stops before any
 //! element it does not like (see [`element_end`]) and leaves the last few hundred elements of
 //! an array to the decoder's own loop, which alone reports errors and missing bytes.
 
@@ -131,7 +131,6 @@ fn round(
         }
     }
     // Then the lanes still going, each until its stop or an element it rejects.
-    let mut rejected = [false; LANES];
     loop {
         let mut moved = false;
         for k in 0..LANES {
@@ -143,8 +142,8 @@ fn round(
                         moved = true;
                     }
                     None => {
-                        // Lanes after a rejected one can no longer be trusted: stop them.
-                        rejected[k] = true;
+                        // This lane and the ones after it stop here: the later ones can no
+                        // longer be trusted.
                         for (s, p) in stop.iter_mut().zip(&pos).skip(k) {
                             *s = *p;
                         }
@@ -156,12 +155,13 @@ fn round(
             break;
         }
     }
-    // Trust lanes in order while each landed exactly on the next one's start.
+    // Trust lanes in order while each landed exactly on the next one's start (a lane that
+    // rejected an element stopped short of it).
     let mut elements = 0;
     let mut k = 0;
     loop {
         elements += steps[k];
-        if k + 1 == lanes || rejected[k] || pos[k] != starts[k + 1] {
+        if k + 1 == lanes || pos[k] != starts[k + 1] {
             return (elements, pos[k]);
         }
         k += 1;
@@ -172,8 +172,7 @@ fn round(
 /// [`MAX_FAST_LEN`].
 #[inline(always)]
 fn element_end(run: &[u8], at: usize, max_len: u64, read: fn([u8; 8]) -> u64) -> Option<usize> {
-    let field = run.get(at..)?.first_chunk::<8>()?;
-    let len = read(*field);
+    let len = len_at(run, at, read)?;
     if len > max_len.min(MAX_FAST_LEN) {
         return None;
     }
@@ -186,12 +185,14 @@ fn element_end(run: &[u8], at: usize, max_len: u64, read: fn([u8; 8]) -> u64) ->
 /// a short string: 1 to [`MAX_FAST_LEN`]. Text rarely holds seven zero bytes in a row, so in a real
 /// vocabulary this is almost always an element boundary; when it is not, verification says so.
 fn guess(run: &[u8], point: usize, end: usize, read: fn([u8; 8]) -> u64) -> Option<usize> {
-    (point..end.min(point.saturating_add(GUESS_SCAN))).find(|&q| {
-        q.checked_add(8)
-            .and_then(|e| run.get(q..e))
-            .and_then(|f| <[u8; 8]>::try_from(f).ok())
-            .is_some_and(|f| (1..=MAX_FAST_LEN).contains(&read(f)))
-    })
+    (point..end.min(point.saturating_add(GUESS_SCAN)))
+        .find(|&q| len_at(run, q, read).is_some_and(|len| (1..=MAX_FAST_LEN).contains(&len)))
+}
+
+/// The 64-bit length field at `at`, if all of it is inside `run`.
+#[inline(always)]
+fn len_at(run: &[u8], at: usize, read: fn([u8; 8]) -> u64) -> Option<u64> {
+    Some(read(*run.get(at..)?.first_chunk::<8>()?))
 }
 
 #[cfg(test)]
