@@ -17,42 +17,7 @@ use sipllm_streaming::{
     GgufFile, MemSource, Model, OpenOptions, SplitFile, StreamError, WeightSource, open_model,
 };
 
-use common::{shared_dir, unique_temp_path};
-
-/// A fresh directory, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let dir = unique_temp_path(tag);
-        fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-
-    fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    /// The file names in the directory, sorted.
-    fn names(&self) -> Vec<String> {
-        let mut v: Vec<String> = fs::read_dir(&self.0)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
+use common::{TempDir, shared_dir};
 
 fn opts() -> OpenOptions {
     OpenOptions::default()

@@ -185,6 +185,16 @@ impl TempDir {
     pub fn path(&self) -> &Path {
         &self.0
     }
+
+    /// A path inside the directory.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// The file names in the directory, sorted.
+    pub fn names(&self) -> Vec<String> {
+        dir_entries(&self.0)
+    }
 }
 
 impl Drop for TempDir {
