@@ -6,11 +6,14 @@
 //! sizes the fuzzers' files never reach by mutation. This target grows such an array from a
 //! small input, so the fuzzer steers the strings (lengths around 127 and 128, bytes that are
 //! UTF-8 only in company, fake length fields inside strings) and the reference is plain: the
-//! strings themselves, and `std::str::from_utf8` on each.
+//! strings themselves, and `std::str::from_utf8` on each. With a flag the array is grown past
+//! `PARALLEL_MIN_ELEMENTS`, so the whole-slice parse validates it on a helper thread
+//! (`crates/gguf/src/parallel.rs`), and must still agree with the one-thread parse.
 
 use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_gguf::{
-    Directory, Endian, Error, ErrorKind, ParseOptions, PathSeg, Profile, StrField, ValueType,
+    Directory, Endian, Error, ErrorKind, PARALLEL_MIN_ELEMENTS, ParseOptions, PathSeg, Profile,
+    StrField, ValueType,
 };
 
 use crate::Schedule;
@@ -23,9 +26,10 @@ const MIN_ELEMENTS: usize = 1_500;
 /// so the fuzzer's strings (and their errors) land deep in the array too.
 const FILLER_UNIT: usize = 700;
 
-/// The input: byte 0 holds flags (bit 0: big-endian; bits 1–3: filler units), then strings,
-/// each one length byte (0–255, so both sides of the fast path's 127-byte limit) and up to that
-/// many bytes. The strings are cycled to [`MIN_ELEMENTS`].
+/// The input: byte 0 holds flags (bit 0: big-endian; bits 1–3: filler units; bit 4: long
+/// enough for the helper thread), then strings, each one length byte (0–255, so both sides of
+/// the fast path's 127-byte limit) and up to that many bytes. The strings are cycled to
+/// [`MIN_ELEMENTS`], or with bit 4 to `PARALLEL_MIN_ELEMENTS`.
 pub(crate) fn string_array(data: &[u8]) {
     let Some((&flags, mut rest)) = data.split_first() else { return };
     let mut pieces: Vec<&[u8]> = Vec::new();
@@ -41,7 +45,8 @@ pub(crate) fn string_array(data: &[u8]) {
     let filler = usize::from((flags >> 1) & 7) * FILLER_UNIT;
     let filler: Vec<Vec<u8>> =
         (0..filler).map(|i| format!("Ġtok{i}{}", "é".repeat(i % 5)).into_bytes()).collect();
-    let grown = MIN_ELEMENTS.max(pieces.len());
+    let min = if flags & 0x10 != 0 { PARALLEL_MIN_ELEMENTS as usize } else { MIN_ELEMENTS };
+    let grown = min.max(pieces.len());
     let strings: Vec<&[u8]> = filler
         .iter()
         .map(Vec::as_slice)
@@ -110,9 +115,12 @@ pub(crate) fn string_array(data: &[u8]) {
     }
 }
 
-/// Whole, and in chunks around the fast path's window sizes: every result equal.
+/// Whole (with the helper thread where the array is long enough, and without), and in chunks
+/// around the fast path's window sizes: every result equal.
 fn decode_every_way(target: &str, file: &[u8], opts: &ParseOptions) -> Result<Directory, Error> {
     let whole = sipllm_gguf::decode(file, opts);
+    let one_thread = sipllm_gguf::decode(file, &opts.with_parallel(false));
+    assert_eq!(format!("{one_thread:?}"), format!("{whole:?}"), "{target}: one thread");
     for sizes in [vec![4093], vec![0], vec![70_000, 9, 5_000]] {
         let chunked = decode_gguf_chunked(target, file, opts, &Schedule { sizes: sizes.clone() });
         assert_eq!(

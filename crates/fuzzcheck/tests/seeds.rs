@@ -390,8 +390,8 @@ fn all_seeds() -> Seeds {
     seeds
 }
 
-/// `string_array` inputs: a flags byte (bit 0 big-endian, bits 1-3 filler units), then
-/// strings as a length byte and the bytes.
+/// `string_array` inputs: a flags byte (bit 0 big-endian, bits 1-3 filler units, bit 4 long
+/// enough for the helper thread), then strings as a length byte and the bytes.
 fn string_array_made() -> Vec<(&'static str, Vec<u8>)> {
     let input = |flags: u8, strings: &[&[u8]]| {
         let mut out = vec![flags];
@@ -421,6 +421,11 @@ fn string_array_made() -> Vec<(&'static str, Vec<u8>)> {
             "fake-length-fields.le",
             input(0, &[b"\x05\0\0\0\0\0\0\0abc", b"q", b"\x7f\0\0\0\0\0\0\0"]),
         ),
+        // Long arrays, validated by the whole-slice parse's helper thread: mixed widths and
+        // long strings, and an invalid string after 7 filler units.
+        ("helper-vocab.le", input(0x10, around_127)),
+        ("helper-vocab.be", input(0x11, vocab)),
+        ("helper-invalid-late.le", input(0x1E, &[b"ok", &l130, b"ab\xE2\x82", b"fine"])),
     ]
 }
 

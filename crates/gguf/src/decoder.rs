@@ -11,6 +11,7 @@ use crate::header::{Endian, Header, VersionProbe, probe_version};
 use crate::index::NameIndex;
 use crate::layout::{self, Placement};
 use crate::options::{Limits, ParseOptions, Profile};
+use crate::parallel::{self, Parallel};
 use crate::value::ValueType;
 use crate::walk;
 
@@ -324,6 +325,16 @@ impl Decoder {
     /// After an error the decoder is poisoned: further calls return
     /// [`ErrorKind::Misuse`]. After [`Event::Done`], calls return `Done` again.
     pub fn decode(&mut self, buf: &[u8]) -> Result<Step, Error> {
+        self.decode_with(buf, None)
+    }
+
+    /// [`Decoder::decode`], with a helper thread to validate long string arrays when `par`
+    /// is given (a whole-slice parse: see [`crate::parallel`]).
+    pub(crate) fn decode_with(
+        &mut self,
+        buf: &[u8],
+        par: Option<&Parallel<'_, '_>>,
+    ) -> Result<Step, Error> {
         let start = self.pos;
         if (buf.len() as u64) < self.pos {
             self.state = State::Failed;
@@ -336,8 +347,8 @@ impl Decoder {
         }
         let res = match self.state {
             State::Header => self.step_header(buf),
-            State::Kv => self.step_kv(buf),
-            State::Array(_) => self.step_array(buf),
+            State::Kv => self.step_kv(buf, par),
+            State::Array(_) => self.step_array(buf, par),
             State::Tensor => self.step_tensor(buf),
             State::Padding => self.step_padding(buf),
             State::Done => Ok(Event::Done),
@@ -680,7 +691,7 @@ impl Decoder {
         Ok(())
     }
 
-    fn step_kv(&mut self, buf: &[u8]) -> Result<Event, Error> {
+    fn step_kv(&mut self, buf: &[u8], par: Option<&Parallel<'_, '_>>) -> Result<Event, Error> {
         let index = self.kvs.len();
         let enc = self.enc;
         let limits = self.opts.limits;
@@ -762,7 +773,7 @@ impl Decoder {
                     warned_utf8: self.profile() == Profile::LlamaCpp,
                     warned_bool: self.profile() == Profile::LlamaCpp,
                 }));
-                self.step_array(buf)
+                self.step_array(buf, par)
             }
             fixed => {
                 let size = fixed.fixed_size().unwrap_or(1) as u64;
@@ -827,7 +838,7 @@ impl Decoder {
         self.state = self.next_section();
     }
 
-    fn step_array(&mut self, buf: &[u8]) -> Result<Event, Error> {
+    fn step_array(&mut self, buf: &[u8], par: Option<&Parallel<'_, '_>>) -> Result<Event, Error> {
         let State::Array(mut p) = std::mem::replace(&mut self.state, State::Failed) else {
             return Err(Error::new(
                 ErrorKind::Misuse { reason: "no array" },
@@ -836,7 +847,7 @@ impl Decoder {
                 Path::root(),
             ));
         };
-        match self.run_array(buf, &mut p)? {
+        match self.run_array(buf, &mut p, par)? {
             Some(needed) => {
                 self.state = State::Array(p);
                 Ok(Event::NeedMore { needed })
@@ -886,6 +897,7 @@ impl Decoder {
         &mut self,
         buf: &[u8],
         p: &mut PendingArray,
+        par: Option<&Parallel<'_, '_>>,
         warnings: &mut SmallVec<[Warning; 2]>,
     ) -> Result<Option<u64>, Error> {
         let enc = self.enc;
@@ -893,6 +905,11 @@ impl Decoder {
         let check = !p.warned_utf8;
         let Some(frame) = p.frames.last().copied() else { return Ok(None) };
         let run = self.rest(buf);
+        // A long array's run is validated by a helper thread while this walks it, if one is
+        // lent (a whole-slice parse).
+        let pieces = par
+            .filter(|_| check && frame.len - frame.next >= parallel::PARALLEL_MIN_ELEMENTS)
+            .map(|par| par.begin(offset_in(buf, run) as usize));
         let mut i = run;
         let mut next = frame.next;
         let mut problem = None;
@@ -954,8 +971,15 @@ impl Decoder {
         let walked = run.get(..run.len() - i.len()).unwrap_or_default();
         // An invalid string among the walked elements comes before any problem found after
         // them, so it is reported first whatever the chunking.
+        let walked_is_valid = || match pieces {
+            Some(pieces) => {
+                let from = offset_in(buf, walked) as usize;
+                pieces.is_valid(from, from + walked.len())
+            }
+            None => simdutf8::basic::from_utf8(walked).is_ok(),
+        };
         if check
-            && simdutf8::basic::from_utf8(walked).is_err()
+            && !walked_is_valid()
             && let Some((k, _)) = first_invalid_string(walked, enc)
         {
             problem = Some(Err(frame.next + k));
@@ -995,7 +1019,12 @@ impl Decoder {
     }
 
     /// Consumes as many array elements as `buf` holds. `Some(n)`: `n` more bytes needed.
-    fn run_array(&mut self, buf: &[u8], p: &mut PendingArray) -> Result<Option<u64>, Error> {
+    fn run_array(
+        &mut self,
+        buf: &[u8],
+        p: &mut PendingArray,
+        par: Option<&Parallel<'_, '_>>,
+    ) -> Result<Option<u64>, Error> {
         let enc = self.enc;
         let limits = self.opts.limits;
         let mut warnings = SmallVec::<[Warning; 2]>::new();
@@ -1009,7 +1038,7 @@ impl Decoder {
                 continue;
             }
             match frame.elem_type {
-                ValueType::String => match self.run_strings(buf, p, &mut warnings)? {
+                ValueType::String => match self.run_strings(buf, p, par, &mut warnings)? {
                     Some(n) => break Some(n),
                     None => continue,
                 },

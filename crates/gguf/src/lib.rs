@@ -74,6 +74,7 @@ mod header;
 mod index;
 mod layout;
 mod options;
+mod parallel;
 mod value;
 mod walk;
 pub mod writer;
@@ -85,6 +86,7 @@ pub use ggml::{GgmlType, SizeError, align_up, tensor_element_count, tensor_nbyte
 pub use header::{Endian, Header};
 pub use index::NameIndex;
 pub use options::{Limits, ParseOptions, Profile};
+pub use parallel::PARALLEL_MIN_ELEMENTS;
 pub use value::{ArrayIter, ArrayView, Element, MetaStr, MetaValue, Strings, ValueType, Values};
 pub use writer::{GgufWriter, Layout, PADDING_KEY, TensorDesc, WriteError};
 
@@ -109,10 +111,27 @@ pub fn parse_with<B: AsRef<[u8]>>(bytes: B, opts: &ParseOptions) -> Result<Gguf<
 }
 
 /// Decodes the directory of the GGUF at the start of `bytes` (spans only, no bytes kept).
+///
+/// With [`ParseOptions::parallel`] (the default) a string array of at least
+/// [`PARALLEL_MIN_ELEMENTS`] elements is validated as UTF-8 on a second, scoped thread while
+/// this one walks it; the result is the same either way.
 pub fn decode(bytes: &[u8], opts: &ParseOptions) -> Result<Directory, Error> {
+    if opts.parallel && bytes.len() >= 2 * parallel::PIECE {
+        parallel::decode(bytes, opts)
+    } else {
+        decode_whole(bytes, opts, None)
+    }
+}
+
+/// Runs a decoder over all of `bytes`, lending it `par`.
+fn decode_whole(
+    bytes: &[u8],
+    opts: &ParseOptions,
+    par: Option<&parallel::Parallel<'_, '_>>,
+) -> Result<Directory, Error> {
     let mut decoder = Decoder::new(*opts);
     loop {
-        match decoder.decode(bytes)?.event {
+        match decoder.decode_with(bytes, par)?.event {
             Event::Done => return decoder.finish(),
             Event::NeedMore { .. } => return Err(decoder.end_of_input(bytes)),
             _ => {}

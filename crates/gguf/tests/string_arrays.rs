@@ -1,7 +1,8 @@
 //! Long string arrays: the decoder walks most of their elements with a speculative fast path
 //! (src/walk.rs) and the rest one at a time. Whatever mix of the two an array gets, the result
 //! must be what a plain element-by-element walk gives: the same strings, and the same error,
-//! at the same element and offset, in any chunking.
+//! at the same element and offset, in any chunking, and with or without the helper thread that
+//! validates arrays of `PARALLEL_MIN_ELEMENTS` or more in a whole-slice parse (src/parallel.rs).
 
 mod arbitrary;
 
@@ -9,10 +10,15 @@ use arbitrary::decode_chunked;
 use proptest::prelude::*;
 use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_gguf::{
-    Directory, Endian, Error, ErrorKind, ParseOptions, PathSeg, Profile, StrField, parse_with,
+    Directory, Endian, Error, ErrorKind, PARALLEL_MIN_ELEMENTS, ParseOptions, PathSeg, Profile,
+    StrField, ValueType, parse_with,
 };
 
 const KEY: &str = "tokenizer.ggml.tokens";
+
+/// Elements in the arrays below: enough for a whole-slice parse to start its helper thread.
+const N: usize = 80_000;
+const _: () = assert!(N as u64 >= PARALLEL_MIN_ELEMENTS);
 
 /// Offset of the array's first element: header (24), then the key, type, element type, count.
 fn first_element_at() -> u64 {
@@ -36,17 +42,18 @@ fn vocabulary(n: usize, long_every: Option<usize>) -> Vec<Vec<u8>> {
 }
 
 fn file(strings: &[Vec<u8>], endian: Endian) -> Vec<u8> {
-    let value = Value::array(
-        sipllm_gguf::ValueType::String,
-        strings.iter().cloned().map(Value::String).collect(),
-    );
+    let value =
+        Value::array(ValueType::String, strings.iter().cloned().map(Value::String).collect());
     GgufBuilder::new().endian(endian).kv(KEY, value).kv("after", Value::Uint32(7)).build()
 }
 
-/// Whole, and in 7-byte, 4 KiB, exactly-what-was-asked and mixed chunks: every result equal
-/// (1-byte chunks are too slow at these sizes; tests/chunking.rs has them on smaller files).
+/// Whole, whole on the calling thread alone, and in 7-byte, 4 KiB, exactly-what-was-asked and
+/// mixed chunks: every result equal (1-byte chunks are too slow at these sizes;
+/// tests/chunking.rs has them on smaller files).
 fn decode_every_way(bytes: &[u8], opts: &ParseOptions) -> Result<Directory, Error> {
     let whole = sipllm_gguf::decode(bytes, opts);
+    let one_thread = sipllm_gguf::decode(bytes, &opts.with_parallel(false));
+    assert_eq!(format!("{one_thread:?}"), format!("{whole:?}"), "one thread");
     for sizes in [&[7][..], &[4096], &[0], &[1, 3000, 17, 65536]] {
         let chunked = decode_chunked(bytes, opts, sizes);
         assert_eq!(format!("{chunked:?}"), format!("{whole:?}"), "chunk sizes {sizes:?}");
@@ -66,7 +73,7 @@ fn element_path(index: u64) -> Vec<PathSeg> {
 fn long_arrays_with_and_without_long_strings_parse_to_what_was_built() {
     for endian in [Endian::Little, Endian::Big] {
         for long_every in [None, Some(5_000), Some(97), Some(3), Some(1)] {
-            let strings = vocabulary(40_000, long_every);
+            let strings = vocabulary(N, long_every);
             let bytes = file(&strings, endian);
             decode_every_way(&bytes, &strict()).unwrap();
             let gguf = parse_with(&bytes[..], &strict()).unwrap();
@@ -82,13 +89,12 @@ fn long_arrays_with_and_without_long_strings_parse_to_what_was_built() {
 #[test]
 fn an_invalid_string_deep_in_the_array_is_reported_at_its_element() {
     for endian in [Endian::Little, Endian::Big] {
-        for (index, long_every) in [(20_000, None), (39_999, None), (123, None), (20_000, Some(50))]
-        {
+        for (index, long_every) in [(N / 2, None), (N - 1, None), (123, None), (N / 2, Some(50))] {
             // Short, and long: 150 bytes, whose length field starts with a continuation byte.
             for (bad, valid_up_to) in
                 [(b"ab\xFFcd".to_vec(), 2), ([vec![b'x'; 148], vec![0xFF, b'y']].concat(), 148)]
             {
-                let mut strings = vocabulary(40_000, long_every);
+                let mut strings = vocabulary(N, long_every);
                 strings[index] = bad;
                 let bytes = file(&strings, endian);
                 let err = decode_every_way(&bytes, &strict()).unwrap_err();
@@ -116,7 +122,7 @@ fn an_invalid_string_deep_in_the_array_is_reported_at_its_element() {
 #[test]
 fn a_truncated_character_before_a_long_string_is_caught() {
     for index in [9_000, 30_000] {
-        let mut strings = vocabulary(40_000, None);
+        let mut strings = vocabulary(N, None);
         strings[index] = b"ab\xC3".to_vec();
         strings[index + 1] = vec![b'x'; 150];
         let bytes = file(&strings, Endian::Little);
@@ -134,7 +140,7 @@ fn a_truncated_character_before_a_long_string_is_caught() {
 
 #[test]
 fn limits_stop_the_array_at_the_element_that_breaks_them() {
-    let mut strings = vocabulary(40_000, None);
+    let mut strings = vocabulary(N, None);
     strings[25_000] = vec![b'y'; 100];
     let bytes = file(&strings, Endian::Little);
 
@@ -156,15 +162,117 @@ fn limits_stop_the_array_at_the_element_that_breaks_them() {
 
 #[test]
 fn truncation_inside_a_long_array_says_what_is_missing() {
-    let strings = vocabulary(40_000, Some(700));
+    let strings = vocabulary(N, Some(700));
     let bytes = file(&strings, Endian::Little);
-    for index in [100, 20_000, 39_999] {
+    for index in [100, N / 2, N - 1] {
         let cut = element_at(&strings, index) as usize + 3;
         let err = decode_every_way(&bytes[..cut], &strict()).unwrap_err();
         // Three bytes of the length field are there: five are missing.
         assert_eq!(err.kind(), &ErrorKind::UnexpectedEof { needed: 5 }, "{index}");
         assert_eq!(err.offset(), cut as u64, "{index}");
         assert_eq!(err.path().segments(), element_path(index as u64), "{index}");
+    }
+}
+
+/// The helper thread validates the slice in 64 KiB pieces whose cuts it moves past
+/// continuation bytes: a bad byte just before, at or after a cut, a character cut in two by
+/// it, and a valid character across it must all come out as on one thread.
+#[test]
+fn bytes_at_the_helpers_piece_cuts_are_judged_exactly() {
+    const PIECE: u64 = 64 * 1024;
+    let strings = vocabulary(N, Some(300));
+    let bytes = file(&strings, Endian::Little);
+    let starts: Vec<u64> = (0..N).map(|i| element_at(&strings, i) + 8).collect();
+    // The element whose string holds absolute offset `at`, and where in it.
+    let holding = |at: u64| {
+        let i = starts.partition_point(|&s| s <= at).checked_sub(1)?;
+        let within = at - starts[i];
+        (within < strings[i].len() as u64).then_some((i, within as usize))
+    };
+    let mut checked = 0;
+    for cut in (1..bytes.len() as u64 / PIECE).map(|m| m * PIECE) {
+        for delta in [-1i64, 0, 1, 3] {
+            let Some((i, at)) = holding(cut.wrapping_add_signed(delta)) else { continue };
+            let len = strings[i].len();
+            // A stray continuation byte, 0xFF, a lead byte followed by ASCII: each invalid at
+            // `at`. A two-byte character starting at `at` (when it fits): valid.
+            let mut cases = vec![(0x80, Some(at)), (0xFF, Some(at)), (0xC3, Some(at))];
+            if at + 2 <= len {
+                cases.push((0, None));
+            }
+            for (bad, expected) in cases {
+                let mut strings = strings.clone();
+                let mut s = vec![b'a'; len];
+                match expected {
+                    Some(at) => s[at] = bad,
+                    None => s[at..at + 2].copy_from_slice("é".as_bytes()),
+                }
+                strings[i] = s;
+                let bytes = file(&strings, Endian::Little);
+                // Chunked parses have no helper: the tests above compare them.
+                let whole = sipllm_gguf::decode(&bytes, &strict());
+                let one_thread = sipllm_gguf::decode(&bytes, &strict().with_parallel(false));
+                assert_eq!(format!("{whole:?}"), format!("{one_thread:?}"));
+                match (whole, expected) {
+                    (Ok(_), None) => {}
+                    (Err(err), Some(valid_up_to)) => {
+                        let kind = ErrorKind::InvalidUtf8 {
+                            field: StrField::Value,
+                            valid_up_to: valid_up_to as u64,
+                        };
+                        assert_eq!(err.kind(), &kind, "cut {cut} delta {delta} byte {bad:#x}");
+                        assert_eq!(err.offset(), starts[i]);
+                        assert_eq!(err.path().segments(), element_path(i as u64));
+                    }
+                    (got, expected) => panic!("cut {cut} delta {delta}: {got:?}, {expected:?}"),
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 40, "only {checked} cases fell inside strings");
+}
+
+/// The helper runs ahead into whatever follows an array (here floats, whose bytes are not
+/// UTF-8) and is sent on to the next long array: an invalid string there, in the first piece
+/// it shares with the floats, is still found, and the valid file still parses.
+#[test]
+fn a_second_long_array_after_binary_data_is_validated_too() {
+    let tokens = vocabulary(N, None);
+    let scores = Value::Array(6, (0..N).map(|i| Value::Float32(-(i as f32) - 0.3)).collect());
+    let build = |merges: &[Vec<u8>]| {
+        let strings = |v: &[Vec<u8>]| {
+            Value::array(ValueType::String, v.iter().cloned().map(Value::String).collect())
+        };
+        GgufBuilder::new()
+            .kv(KEY, strings(&tokens))
+            .kv("tokenizer.ggml.scores", scores.clone())
+            .kv("tokenizer.ggml.merges", strings(merges))
+            .build()
+    };
+    let merges = vocabulary(N, Some(1_000));
+    let bytes = build(&merges);
+    let gguf = parse_with(&bytes[..], &strict()).unwrap();
+    let parsed: Vec<&[u8]> = gguf
+        .get_array("tokenizer.ggml.merges")
+        .unwrap()
+        .strings()
+        .unwrap()
+        .map(|s| s.as_bytes())
+        .collect();
+    assert!(parsed.iter().zip(&merges).all(|(a, b)| a == b) && parsed.len() == N);
+    for index in [0, 3, 2_000, N - 1] {
+        let mut bad = merges.clone();
+        bad[index] = b"x\xE2\x82".to_vec();
+        let err = decode_every_way(&build(&bad), &strict()).unwrap_err();
+        assert_eq!(err.kind(), &ErrorKind::InvalidUtf8 { field: StrField::Value, valid_up_to: 1 });
+        assert_eq!(
+            err.path().segments(),
+            vec![
+                PathSeg::Metadata { index: 2, key: Some("tokenizer.ggml.merges".into()) },
+                PathSeg::Element(index as u64)
+            ]
+        );
     }
 }
 
@@ -247,6 +355,48 @@ proptest! {
             let parsed = gguf.get_array(KEY).unwrap();
             let parsed: Vec<&[u8]> = parsed.strings().unwrap().map(|s| s.as_bytes()).collect();
             prop_assert_eq!(parsed, strings.iter().map(|s| &s[..]).collect::<Vec<_>>());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// The same, for arrays long enough for the helper thread, with the arbitrary strings
+    /// anywhere among valid ones: the whole-slice parse, with the helper and without, gives
+    /// the strings back or fails at the first invalid one.
+    #[test]
+    fn any_strings_in_a_long_array_parse_back_or_fail_at_the_first_invalid_one(
+        units in prop::collection::vec(arb_strings(), 300..1_500),
+        before in 0..N,
+        big_endian in any::<bool>(),
+        profile in prop::sample::select(vec![Profile::Strict, Profile::Lenient]),
+    ) {
+        let endian = if big_endian { Endian::Big } else { Endian::Little };
+        let filler = vocabulary(N, Some(400));
+        let strings = [&filler[..before], &units.concat(), &filler[before..]].concat();
+        let bytes = file(&strings, endian);
+        let opts = ParseOptions::new(profile);
+        let whole = sipllm_gguf::decode(&bytes, &opts);
+        let one_thread = sipllm_gguf::decode(&bytes, &opts.with_parallel(false));
+        prop_assert_eq!(format!("{whole:?}"), format!("{one_thread:?}"));
+        let first_invalid = strings.iter().position(|s| std::str::from_utf8(s).is_err());
+        match (whole, first_invalid, profile) {
+            (Ok(dir), None, _) => prop_assert!(dir.warnings().is_empty()),
+            (Ok(dir), Some(index), Profile::Lenient) => {
+                prop_assert_eq!(dir.warnings().len(), 1);
+                prop_assert_eq!(dir.warnings()[0].offset(), element_at(&strings, index) + 8);
+            }
+            (Err(err), Some(index), Profile::Strict) => {
+                let valid_up_to = std::str::from_utf8(&strings[index]).unwrap_err().valid_up_to() as u64;
+                prop_assert_eq!(
+                    err.kind(),
+                    &ErrorKind::InvalidUtf8 { field: StrField::Value, valid_up_to }
+                );
+                prop_assert_eq!(err.offset(), element_at(&strings, index) + 8);
+                prop_assert_eq!(err.path().segments(), element_path(index as u64));
+            }
+            (got, expected, _) => prop_assert!(false, "got {got:?}, first invalid {expected:?}"),
         }
     }
 }
