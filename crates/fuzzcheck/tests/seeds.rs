@@ -421,6 +421,12 @@ fn string_array_made() -> Vec<(&'static str, Vec<u8>)> {
             "fake-length-fields.le",
             input(0, &[b"\x05\0\0\0\0\0\0\0abc", b"q", b"\x7f\0\0\0\0\0\0\0"]),
         ),
+        // Big-endian, a length field ending in its low byte, 195 = 0xC3 (a lead byte), then a
+        // string starting with a continuation byte: "é" if read together.
+        (
+            "length-completes-first-char.be",
+            input(1, &[b"ok", &[&[0xA9][..], &[b'x'; 194]].concat()]),
+        ),
         // Long arrays, validated by the whole-slice parse's helper thread: mixed widths and
         // long strings, and an invalid string after 7 filler units.
         ("helper-vocab.le", input(0x10, around_127)),

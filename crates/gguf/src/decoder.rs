@@ -218,28 +218,20 @@ fn checked_string_at<'b>(
     grammar::bytes_at(len, rest)
 }
 
-fn is_continuation(b: u8) -> bool {
-    b & 0xC0 == 0x80
-}
-
-/// Whether string `s`, followed in the buffer by `rest`, starts and ends on UTF-8 character
-/// boundaries of the surrounding bytes.
-fn on_char_boundaries(s: &[u8], rest: &[u8]) -> bool {
-    s.is_empty()
-        || (s.first().is_none_or(|&b| !is_continuation(b))
-            && rest.first().is_none_or(|&b| !is_continuation(b)))
-}
-
 /// The index and contents of the first element of a run of (already parsed) string elements
 /// that is not valid UTF-8.
 ///
-/// One SIMD pass says where the run first fails; only the element there is checked on its own.
-/// When that element is valid, the failure came from a length field that is not ASCII (a long
-/// string's), and the pass resumes after it: real vocabularies hold a few such strings, and
-/// checking every element alone instead cost them several times the whole parse.
+/// The first element is checked on its own: its length field may not be ASCII (see
+/// [`Decoder::run_strings`]), and a big-endian one ends with the length's low byte, which a
+/// pass over both could read as one character with the string's first byte. Then one SIMD
+/// pass says where the rest first fails; only the element there is checked on its own, and
+/// when it is valid (a length field that is not ASCII) the pass resumes after it.
 fn first_invalid_string(run: &[u8], enc: Encoding) -> Option<(u64, &[u8])> {
-    let mut i = run;
-    let mut k = 0;
+    let (mut i, first) = grammar::string_at(enc, run).ok()?;
+    if std::str::from_utf8(first).is_err() {
+        return Some((0, first));
+    }
+    let mut k = 1;
     loop {
         // Offsets from here: the failing sequence starts `bad` bytes in.
         let bad = simdutf8::compat::from_utf8(i).err()?.valid_up_to();
@@ -888,11 +880,12 @@ impl Decoder {
     /// ones it leaves (long strings, the array's last few hundred, anything wrong) and alone
     /// reports problems and missing bytes.
     ///
-    /// UTF-8 is validated per *run* of elements with one SIMD pass over the run's bytes
-    /// (length fields included). That is exact: a substring of valid UTF-8 is valid iff it
-    /// starts and ends on character boundaries, i.e. neither its first byte nor the byte after
-    /// it is a continuation byte. Elements failing that boundary test are checked on their own;
-    /// the fast path only walks strings of at most 127 bytes, whose length fields are ASCII.
+    /// UTF-8 is validated per *segment* of elements with one SIMD pass over the segment's bytes,
+    /// length fields included: a segment ends before, and the next starts after, every length
+    /// field that is not ASCII (a long string's: 130 is the byte 0x82). That is exact: ASCII
+    /// bytes are character boundaries, so a segment is valid iff each string in it is. The
+    /// fast path only walks strings of at most 127 bytes, whose length fields are ASCII, so
+    /// segments are as long as long strings are rare.
     fn run_strings(
         &mut self,
         buf: &[u8],
@@ -913,6 +906,21 @@ impl Decoder {
         let mut i = run;
         let mut next = frame.next;
         let mut problem = None;
+        // The open segment starts at `seg` (a length field that is ASCII, or a string's bytes);
+        // to find its invalid element, walk from element `seg_elem`, whose length field starts
+        // at `seg_walk`. A segment is validated when it closes, while its bytes are in cache.
+        let (mut seg, mut seg_walk, mut seg_elem) = (run, run, frame.next);
+        // Whether `seg` up to `end` is valid; if not, the first invalid element there.
+        let invalid_in = |seg: &[u8], seg_walk: &[u8], seg_elem: u64, end: &[u8]| {
+            let from = offset_in(buf, seg) as usize;
+            let to = offset_in(buf, end) as usize;
+            let valid = match pieces {
+                Some(pieces) => pieces.is_valid(from, to),
+                None => buf.get(from..to).is_none_or(|b| simdutf8::basic::from_utf8(b).is_ok()),
+            };
+            let region = seg_walk.get(..seg_walk.len() - end.len()).unwrap_or_default();
+            if valid { None } else { first_invalid_string(region, enc).map(|(k, _)| seg_elem + k) }
+        };
         // Elements this loop walks before it tries the fast path again, after the fast path
         // walked little: when it is of no use (frequent long strings, an array's tail), asking
         // it after every element would cost more than it saves.
@@ -927,21 +935,7 @@ impl Decoder {
                 let fast_run = i.get(..usize::try_from(room).unwrap_or(usize::MAX)).unwrap_or(i);
                 let walked =
                     walk::strings(enc.endian, fast_run, frame.len - next, limits.max_string_len);
-                let batch = i.get(..walked.bytes).unwrap_or_default();
                 i = i.get(walked.bytes..).unwrap_or_default();
-                // The one boundary the run's single UTF-8 pass could miss: the fast path's last
-                // string followed by a length field that starts with a continuation byte (a
-                // long string's, which this loop walks next). The batch alone ends where that
-                // string ends, so checking it alone is exact.
-                if check
-                    && walked.elements > 0
-                    && i.first().is_some_and(|&b| is_continuation(b))
-                    && simdutf8::basic::from_utf8(batch).is_err()
-                    && let Some((k, _)) = first_invalid_string(batch, enc)
-                {
-                    problem = Some(Err(next + k));
-                    break None;
-                }
                 next += walked.elements;
                 if walked.elements < walk::PROBE {
                     pause = 16;
@@ -953,9 +947,13 @@ impl Decoder {
             }
             match checked_string_at(buf, enc, &limits, i) {
                 Ok((rest, s)) => {
-                    if check && !on_char_boundaries(s, rest) && std::str::from_utf8(s).is_err() {
-                        problem = Some(Err(next));
-                        break None;
+                    let ascii_len = i.get(..enc.len_size()).is_some_and(|f| f.is_ascii());
+                    if check && !ascii_len {
+                        if let Some(elem) = invalid_in(seg, seg_walk, seg_elem, i) {
+                            problem = Some(Err(elem));
+                            break None;
+                        }
+                        (seg, seg_walk, seg_elem) = (s, i, next);
                     }
                     i = rest;
                     next += 1;
@@ -968,21 +966,13 @@ impl Decoder {
                 }
             }
         };
-        let walked = run.get(..run.len() - i.len()).unwrap_or_default();
-        // An invalid string among the walked elements comes before any problem found after
-        // them, so it is reported first whatever the chunking.
-        let walked_is_valid = || match pieces {
-            Some(pieces) => {
-                let from = offset_in(buf, walked) as usize;
-                pieces.is_valid(from, from + walked.len())
-            }
-            None => simdutf8::basic::from_utf8(walked).is_ok(),
-        };
+        // An invalid string in the last segment comes before any problem found after it, so it
+        // is reported first whatever the chunking.
         if check
-            && !walked_is_valid()
-            && let Some((k, _)) = first_invalid_string(walked, enc)
+            && !matches!(problem, Some(Err(_)))
+            && let Some(elem) = invalid_in(seg, seg_walk, seg_elem, i)
         {
-            problem = Some(Err(frame.next + k));
+            problem = Some(Err(elem));
         }
         match problem {
             None => {

@@ -138,6 +138,28 @@ fn a_truncated_character_before_a_long_string_is_caught() {
     }
 }
 
+/// Big-endian, a length field ends with its low byte: 195 is 0xC3, a lead byte, right before
+/// the string. A string starting with a continuation byte would complete it into "é", so a
+/// long string's length field is never validated together with its string, wherever the run
+/// starts (the whole parse's starts at element 0; chunked ones anywhere).
+#[test]
+fn a_length_field_never_completes_a_strings_first_character() {
+    for index in [0, 1, 777, N / 2] {
+        let mut strings = vocabulary(N, None);
+        strings[index] = [&[0xA9][..], &[b'x'; 194]].concat();
+        let bytes = file(&strings, Endian::Big);
+        assert_eq!(bytes[element_at(&strings, index) as usize + 7], 0xC3);
+        let err = decode_every_way(&bytes, &strict()).unwrap_err();
+        assert_eq!(
+            err.kind(),
+            &ErrorKind::InvalidUtf8 { field: StrField::Value, valid_up_to: 0 },
+            "{index}"
+        );
+        assert_eq!(err.offset(), element_at(&strings, index) + 8);
+        assert_eq!(err.path().segments(), element_path(index as u64));
+    }
+}
+
 #[test]
 fn limits_stop_the_array_at_the_element_that_breaks_them() {
     let mut strings = vocabulary(N, None);
