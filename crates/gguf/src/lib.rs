@@ -9,6 +9,9 @@
 //!   vocabulary is one span and a count; strings, arrays and numbers decode on demand.
 //!   Parsing allocates O(key/value pairs + tensors), never per array element, and never in
 //!   proportion to a declared count.
+//! * **A second core for big vocabularies**: a whole-slice parse validates the UTF-8 of string
+//!   arrays of [`PARALLEL_MIN_ELEMENTS`] or more on one scoped helper thread while it walks
+//!   them, with the same result as on one thread ([`ParseOptions::parallel`], on by default).
 //! * **Profiles**: [`Profile::Strict`] (the spec plus safety), [`Profile::LlamaCpp`] (exactly
 //!   what llama.cpp loads) and [`Profile::Lenient`] (read broken files, with warnings).
 //! * **Errors that say where, what and how to fix it**: an absolute offset, a logical path

@@ -6,9 +6,9 @@
 //! bytes after an array's start are there in a whole-slice parse, and whatever lies past the
 //! array's end is simply validated for nothing. So a helper thread validates the slice in
 //! [`PIECE`]-sized pieces, from the first long array on, while the decoder walks; when the
-//! decoder asks whether its run of elements is valid, it validates the pieces the helper has not
-//! claimed yet itself, from the run's end backwards, and waits briefly for the ones in
-//! progress (validating them itself if the helper is slow, say descheduled).
+//! decoder asks whether a segment of elements is valid, it validates the pieces the helper
+//! has not claimed yet itself, from the segment's end backwards, and waits briefly for the
+//! ones in progress (validating them itself if the helper is slow, say descheduled).
 //!
 //! The answer is exactly that of one pass over the range asked about: the pieces inside it
 //! and its two ends validated directly tile it, and valid UTF-8 is closed under
@@ -154,7 +154,7 @@ pub(crate) struct Parallel<'p, 'a> {
 
 impl Parallel<'_, '_> {
     /// A long string array's elements start at `at`: start the helper there (once) and return
-    /// the pieces to ask about its runs.
+    /// the pieces to ask about its segments.
     pub(crate) fn begin(&self, at: usize) -> &Pieces<'_> {
         self.pieces.begin(at);
         (self.start)();

@@ -410,7 +410,8 @@ proptest! {
                 prop_assert_eq!(dir.warnings()[0].offset(), element_at(&strings, index) + 8);
             }
             (Err(err), Some(index), Profile::Strict) => {
-                let valid_up_to = std::str::from_utf8(&strings[index]).unwrap_err().valid_up_to() as u64;
+                let valid_up_to = std::str::from_utf8(&strings[index]).unwrap_err().valid_up_to();
+                let valid_up_to = valid_up_to as u64;
                 prop_assert_eq!(
                     err.kind(),
                     &ErrorKind::InvalidUtf8 { field: StrField::Value, valid_up_to }
