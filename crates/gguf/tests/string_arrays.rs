@@ -69,6 +69,14 @@ fn element_path(index: u64) -> Vec<PathSeg> {
     vec![PathSeg::Metadata { index: 0, key: Some(KEY.into()) }, PathSeg::Element(index)]
 }
 
+/// `err` says element `index` of `strings` is not UTF-8 after `valid_up_to` bytes.
+fn assert_invalid_element(err: &Error, strings: &[Vec<u8>], index: usize, valid_up_to: u64) {
+    let kind = ErrorKind::InvalidUtf8 { field: StrField::Value, valid_up_to };
+    assert_eq!(err.kind(), &kind, "element {index}");
+    assert_eq!(err.offset(), element_at(strings, index) + 8, "element {index}");
+    assert_eq!(err.path().segments(), element_path(index as u64));
+}
+
 #[test]
 fn long_arrays_with_and_without_long_strings_parse_to_what_was_built() {
     for endian in [Endian::Little, Endian::Big] {
@@ -98,13 +106,7 @@ fn an_invalid_string_deep_in_the_array_is_reported_at_its_element() {
                 strings[index] = bad;
                 let bytes = file(&strings, endian);
                 let err = decode_every_way(&bytes, &strict()).unwrap_err();
-                assert_eq!(
-                    err.kind(),
-                    &ErrorKind::InvalidUtf8 { field: StrField::Value, valid_up_to },
-                    "{endian:?} {index}"
-                );
-                assert_eq!(err.offset(), element_at(&strings, index) + 8);
-                assert_eq!(err.path().segments(), element_path(index as u64));
+                assert_invalid_element(&err, &strings, index, valid_up_to);
 
                 // Lenient: one warning there, and everything after it still parsed.
                 let lenient = ParseOptions::default().with_profile(Profile::Lenient);
@@ -128,13 +130,7 @@ fn a_truncated_character_before_a_long_string_is_caught() {
         let bytes = file(&strings, Endian::Little);
         assert_eq!(bytes[element_at(&strings, index + 1) as usize], 0x96);
         let err = decode_every_way(&bytes, &strict()).unwrap_err();
-        assert_eq!(
-            err.kind(),
-            &ErrorKind::InvalidUtf8 { field: StrField::Value, valid_up_to: 2 },
-            "{index}"
-        );
-        assert_eq!(err.offset(), element_at(&strings, index) + 8);
-        assert_eq!(err.path().segments(), element_path(index as u64));
+        assert_invalid_element(&err, &strings, index, 2);
     }
 }
 
@@ -150,13 +146,7 @@ fn a_length_field_never_completes_a_strings_first_character() {
         let bytes = file(&strings, Endian::Big);
         assert_eq!(bytes[element_at(&strings, index) as usize + 7], 0xC3);
         let err = decode_every_way(&bytes, &strict()).unwrap_err();
-        assert_eq!(
-            err.kind(),
-            &ErrorKind::InvalidUtf8 { field: StrField::Value, valid_up_to: 0 },
-            "{index}"
-        );
-        assert_eq!(err.offset(), element_at(&strings, index) + 8);
-        assert_eq!(err.path().segments(), element_path(index as u64));
+        assert_invalid_element(&err, &strings, index, 0);
     }
 }
 
@@ -238,13 +228,8 @@ fn bytes_at_the_helpers_piece_cuts_are_judged_exactly() {
                 match (whole, expected) {
                     (Ok(_), None) => {}
                     (Err(err), Some(valid_up_to)) => {
-                        let kind = ErrorKind::InvalidUtf8 {
-                            field: StrField::Value,
-                            valid_up_to: valid_up_to as u64,
-                        };
-                        assert_eq!(err.kind(), &kind, "cut {cut} delta {delta} byte {bad:#x}");
-                        assert_eq!(err.offset(), starts[i]);
-                        assert_eq!(err.path().segments(), element_path(i as u64));
+                        eprintln!("cut {cut} delta {delta} byte {bad:#x}");
+                        assert_invalid_element(&err, &strings, i, valid_up_to as u64);
                     }
                     (got, expected) => panic!("cut {cut} delta {delta}: {got:?}, {expected:?}"),
                 }
