@@ -119,7 +119,8 @@ pub fn parse_with<B: AsRef<[u8]>>(bytes: B, opts: &ParseOptions) -> Result<Gguf<
 /// [`PARALLEL_MIN_ELEMENTS`] elements is validated as UTF-8 on a second, scoped thread while
 /// this one walks it; the result is the same either way.
 pub fn decode(bytes: &[u8], opts: &ParseOptions) -> Result<Directory, Error> {
-    if opts.parallel && bytes.len() >= 2 * parallel::PIECE {
+    // llama.cpp checks no UTF-8, so under its profile there is nothing for a helper to do.
+    if opts.parallel && opts.profile != Profile::LlamaCpp && bytes.len() >= 2 * parallel::PIECE {
         parallel::decode(bytes, opts)
     } else {
         decode_whole(bytes, opts, None)
