@@ -118,7 +118,7 @@ pub(crate) fn string_array(data: &[u8]) {
 /// Whole (with the helper thread where the array is long enough, and without), and in chunks
 /// around the fast path's window sizes: every result equal.
 fn decode_every_way(target: &str, file: &[u8], opts: &ParseOptions) -> Result<Directory, Error> {
-    let whole = sipllm_gguf::decode(file, opts);
+    let whole = sipllm_gguf::decode(file, &opts.with_parallel(true));
     let one_thread = sipllm_gguf::decode(file, &opts.with_parallel(false));
     assert_eq!(format!("{one_thread:?}"), format!("{whole:?}"), "{target}: one thread");
     for sizes in [vec![4093], vec![0], vec![70_000, 9, 5_000]] {

@@ -9,9 +9,9 @@
 //!   vocabulary is one span and a count; strings, arrays and numbers decode on demand.
 //!   Parsing allocates O(key/value pairs + tensors), never per array element, and never in
 //!   proportion to a declared count.
-//! * **A second core for big vocabularies**: a whole-slice parse validates the UTF-8 of string
-//!   arrays of [`PARALLEL_MIN_ELEMENTS`] or more on one scoped helper thread while it walks
-//!   them, with the same result as on one thread ([`ParseOptions::parallel`], on by default).
+//! * **A second core for big vocabularies, if asked**: with [`ParseOptions::parallel`], a
+//!   whole-slice parse validates the UTF-8 of string arrays of [`PARALLEL_MIN_ELEMENTS`] or more
+//!   on one scoped helper thread while it walks them, with the same result as on one thread.
 //! * **Profiles**: [`Profile::Strict`] (the spec plus safety), [`Profile::LlamaCpp`] (exactly
 //!   what llama.cpp loads) and [`Profile::Lenient`] (read broken files, with warnings).
 //! * **Errors that say where, what and how to fix it**: an absolute offset, a logical path
@@ -115,7 +115,7 @@ pub fn parse_with<B: AsRef<[u8]>>(bytes: B, opts: &ParseOptions) -> Result<Gguf<
 
 /// Decodes the directory of the GGUF at the start of `bytes` (spans only, no bytes kept).
 ///
-/// With [`ParseOptions::parallel`] (the default) a string array of at least
+/// With [`ParseOptions::parallel`] a string array of at least
 /// [`PARALLEL_MIN_ELEMENTS`] elements is validated as UTF-8 on a second, scoped thread while
 /// this one walks it; the result is the same either way.
 pub fn decode(bytes: &[u8], opts: &ParseOptions) -> Result<Directory, Error> {

@@ -2184,10 +2184,10 @@ fn allocations_do_not_depend_on_array_lengths() {
     assert_eq!(s100k.allocations, s10.allocations, "allocation calls");
     assert_eq!(s100k.peak_bytes, s10.peak_bytes, "peak bytes");
 
-    // With the helper thread (the default), which these arrays are long enough to start:
-    // a few more allocations (the thread, a byte per 64 KiB piece), the same for 100k and
-    // 400k strings.
-    let opts = |b: &[u8]| ParseOptions::default().with_file_size(Some(b.len() as u64));
+    // With the helper thread, which these arrays are long enough to start: a few more
+    // allocations (the thread, a byte per 64 KiB piece), the same for 100k and 400k strings.
+    let opts =
+        |b: &[u8]| ParseOptions::default().with_file_size(Some(b.len() as u64)).with_parallel(true);
     let huge = vocab_file(400_000);
     let (r100k, p100k) = measure_parse(&big, &opts(&big));
     let (r400k, p400k) = measure_parse(&huge, &opts(&huge));

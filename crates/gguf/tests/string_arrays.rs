@@ -47,11 +47,11 @@ fn file(strings: &[Vec<u8>], endian: Endian) -> Vec<u8> {
     GgufBuilder::new().endian(endian).kv(KEY, value).kv("after", Value::Uint32(7)).build()
 }
 
-/// Whole, whole on the calling thread alone, and in 7-byte, 4 KiB, exactly-what-was-asked and
-/// mixed chunks: every result equal (1-byte chunks are too slow at these sizes;
+/// Whole with the helper thread, whole without it, and in 7-byte, 4 KiB, exactly-what-was-asked
+/// and mixed chunks: every result equal (1-byte chunks are too slow at these sizes;
 /// tests/chunking.rs has them on smaller files).
 fn decode_every_way(bytes: &[u8], opts: &ParseOptions) -> Result<Directory, Error> {
-    let whole = sipllm_gguf::decode(bytes, opts);
+    let whole = sipllm_gguf::decode(bytes, &opts.with_parallel(true));
     let one_thread = sipllm_gguf::decode(bytes, &opts.with_parallel(false));
     assert_eq!(format!("{one_thread:?}"), format!("{whole:?}"), "one thread");
     for sizes in [&[7][..], &[4096], &[0], &[1, 3000, 17, 65536]] {
@@ -222,7 +222,7 @@ fn bytes_at_the_helpers_piece_cuts_are_judged_exactly() {
                 strings[i] = s;
                 let bytes = file(&strings, Endian::Little);
                 // Chunked parses have no helper: the tests above compare them.
-                let whole = sipllm_gguf::decode(&bytes, &strict());
+                let whole = sipllm_gguf::decode(&bytes, &strict().with_parallel(true));
                 let one_thread = sipllm_gguf::decode(&bytes, &strict().with_parallel(false));
                 assert_eq!(format!("{whole:?}"), format!("{one_thread:?}"));
                 match (whole, expected) {
@@ -384,7 +384,7 @@ proptest! {
         let strings = [&filler[..before], &units.concat(), &filler[before..]].concat();
         let bytes = file(&strings, endian);
         let opts = ParseOptions::new(profile);
-        let whole = sipllm_gguf::decode(&bytes, &opts);
+        let whole = sipllm_gguf::decode(&bytes, &opts.with_parallel(true));
         let one_thread = sipllm_gguf::decode(&bytes, &opts.with_parallel(false));
         prop_assert_eq!(format!("{whole:?}"), format!("{one_thread:?}"));
         let first_invalid = strings.iter().position(|s| std::str::from_utf8(s).is_err());
