@@ -7,8 +7,9 @@
 //! small input, so the fuzzer steers the strings (lengths around 127 and 128, bytes that are
 //! UTF-8 only in company, fake length fields inside strings) and the reference is plain: the
 //! strings themselves, and `std::str::from_utf8` on each. With a flag the array is grown past
-//! `PARALLEL_MIN_ELEMENTS`, so the whole-slice parse validates it on a helper thread
-//! (`crates/gguf/src/parallel.rs`), and must still agree with the one-thread parse.
+//! `PARALLEL_MIN_ELEMENTS`, so a whole-slice parse with `ParseOptions::parallel` validates it
+//! on a helper thread (`crates/gguf/src/parallel.rs`), and must still agree with the
+//! one-thread parse.
 
 use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_gguf::{
