@@ -96,7 +96,7 @@ fn bench_parse(c: &mut Criterion) {
             b.iter(|| sipllm_gguf::parse_with(black_box(&bytes[..]), &helper).unwrap())
         });
         // The llama-cpp profile does not check UTF-8 (llama.cpp does not): the difference to
-        // the strict parse above is what validation costs inside the parser.
+        // `parse_whole_slice` (one thread) is what validation costs inside the parser.
         let llama = ParseOptions::new(Profile::LlamaCpp);
         group.bench_function("parse_llama_cpp_profile", |b| {
             b.iter(|| sipllm_gguf::parse_with(black_box(&bytes[..]), &llama).unwrap())
