@@ -109,6 +109,12 @@ pub fn offset_in(buf: &[u8], sub: &[u8]) -> u64 {
     (sub.as_ptr() as usize).saturating_sub(buf.as_ptr() as usize) as u64
 }
 
+/// The [`Span`](crate::Span) of `sub` (a subslice of `buf`) in `buf`.
+#[inline]
+pub fn span_in(buf: &[u8], sub: &[u8]) -> crate::Span {
+    crate::Span::new(offset_in(buf, sub), sub.len() as u64)
+}
+
 /// A parse result lifted out of nom: a value with the remaining input, or "need more".
 #[derive(Debug)]
 pub enum Got<'b, T> {

@@ -9,21 +9,20 @@
 //! next call resumes at the same item.
 
 use nom::Parser;
-use smallvec::SmallVec;
 
 use sipllm_format::got;
-use sipllm_format::grammar::{Got, lift, offset_in, to_finding};
+use sipllm_format::grammar::{lift, offset_in, span_in};
 use sipllm_format::{DecoderEvent, HeaderDecoder, NameIndex};
 
+use crate::array::PendingArray;
 use crate::ast::{ArrayHead, Directory, MetaKv, Span, TensorInfo};
-use crate::error::{Error, ErrorKind, Path, PathSeg, Warning, WarningKind};
+use crate::error::{Error, ErrorKind, Path, PathSeg, Warning, WarningKind, kv_path, tensor_path};
 use crate::ggml::{self, GgmlType};
 use crate::grammar::{self, Encoding};
 use crate::header::Header;
 use crate::layout::{self, Placement};
-use crate::options::{ParseOptions, Profile};
-use crate::rules::{self, Findings};
-use crate::strings::{self, Walked};
+use crate::options::ParseOptions;
+use crate::rules::{self, Findings, TensorNames};
 use crate::value::ValueType;
 
 /// The default alignment when `general.alignment` is absent.
@@ -99,10 +98,7 @@ pub struct Decoder {
     kvs: Vec<MetaKv>,
     tensors: Vec<TensorInfo>,
     keys: NameIndex,
-    names: NameIndex,
-    /// Under `LlamaCpp` only: the tensor names up to their first NUL, as ggml stores and
-    /// compares them (`ggml_set_name`, then `strcmp`).
-    c_names: NameIndex,
+    names: TensorNames,
     alignment: Option<u32>,
     placement: Placement,
     warnings: Vec<Warning>,
@@ -120,57 +116,6 @@ enum State {
     Padding,
     Done,
     Failed,
-}
-
-/// A metadata array whose elements are still arriving.
-#[derive(Debug)]
-struct PendingArray {
-    index: usize,
-    kv_start: u64,
-    key: Span,
-    head: ArrayHead,
-    payload_start: u64,
-    /// Innermost array last; each frame counts its consumed elements.
-    frames: SmallVec<[Frame; 4]>,
-    /// Lenient parsing warns once per array and kind, so a broken 100k-element array cannot
-    /// allocate 100k warnings.
-    warned_utf8: bool,
-    warned_bool: bool,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Frame {
-    elem_type: ValueType,
-    len: u64,
-    next: u64,
-}
-
-impl PendingArray {
-    /// The path of the innermost element being read, `extra` elements on.
-    fn element_path(&self, buf: &[u8], extra: u64) -> Path {
-        let mut path = kv_path(buf, self.index, Some(self.key));
-        let last = self.frames.len().saturating_sub(1);
-        for (d, f) in self.frames.iter().enumerate() {
-            path.push(PathSeg::Element(if d == last { f.next + extra } else { f.next }));
-        }
-        path
-    }
-}
-
-fn name_of(buf: &[u8], span: Option<Span>) -> Option<Box<str>> {
-    span.and_then(|s| s.slice(buf)).map(|b| String::from_utf8_lossy(b).into())
-}
-
-fn kv_path(buf: &[u8], index: usize, key: Option<Span>) -> Path {
-    Path::root().with(PathSeg::Metadata { index: index as u64, key: name_of(buf, key) })
-}
-
-fn tensor_path(buf: &[u8], index: usize, name: Option<Span>) -> Path {
-    Path::root().with(PathSeg::Tensor { index: index as u64, name: name_of(buf, name) })
-}
-
-fn span_of(buf: &[u8], sub: &[u8]) -> Span {
-    Span::new(offset_in(buf, sub), sub.len() as u64)
 }
 
 impl DecoderEvent for Event {
@@ -221,8 +166,7 @@ impl Decoder {
             kvs: Vec::new(),
             tensors: Vec::new(),
             keys: NameIndex::default(),
-            names: NameIndex::default(),
-            c_names: NameIndex::default(),
+            names: TensorNames::default(),
             alignment: None,
             placement: Placement::default(),
             warnings: Vec::new(),
@@ -297,13 +241,7 @@ impl Decoder {
                 "counts"
             })),
             State::Kv => kv_path(buf, self.kvs.len(), self.peek_name(buf)),
-            State::Array(p) => {
-                let mut path = kv_path(buf, p.index, Some(p.key));
-                for f in &p.frames {
-                    path.push(PathSeg::Element(f.next));
-                }
-                path
-            }
+            State::Array(p) => p.eof_path(buf),
             State::Tensor => tensor_path(buf, self.tensors.len(), self.peek_name(buf)),
             State::Padding => Path::root().with(PathSeg::Padding),
             State::Done | State::Failed => Path::root(),
@@ -332,7 +270,7 @@ impl Decoder {
             kvs: self.kvs,
             tensors: self.tensors,
             keys: self.keys,
-            names: self.names,
+            names: self.names.names,
             alignment: self.alignment.unwrap_or(DEFAULT_ALIGNMENT),
             directory_end: self.directory_end,
             data_offset: self.data_offset,
@@ -353,7 +291,7 @@ impl Decoder {
     /// The name at the current position, if its bytes are all present (for error paths).
     fn peek_name(&self, buf: &[u8]) -> Option<Span> {
         let (_, name) = grammar::string(self.enc).parse(self.rest(buf)).ok()?;
-        Some(span_of(buf, name))
+        Some(span_in(buf, name))
     }
 
     /// Where the decoder goes after finishing an item.
@@ -411,7 +349,7 @@ impl Decoder {
         let no_key = || kv_path(buf, index, None);
         let (rest, key) =
             got!(Event, lift(buf, grammar::kv_key(buf, enc, limits).parse(self.rest(buf)), no_key));
-        let key_span = span_of(buf, key);
+        let key_span = span_in(buf, key);
         let path = || kv_path(buf, index, Some(key_span));
         let mut out = self.findings();
         let kvs = &self.kvs;
@@ -431,7 +369,7 @@ impl Decoder {
             ValueType::String => {
                 let value = grammar::string_value(buf, enc, limits).parse(rest);
                 let (rest, s) = got!(Event, lift(buf, value, value_path));
-                let span = span_of(buf, s);
+                let span = span_in(buf, s);
                 rules::string_value(&mut out, s, span, value_path)?;
                 self.commit_kv(buf, kv_start, key_span, value_type, span, None, rest, out);
                 Ok(Event::Kv { index })
@@ -448,26 +386,15 @@ impl Decoder {
                 self.record(out);
                 let payload_start = offset_in(buf, payload);
                 self.pos = payload_start;
-                let mut frames = SmallVec::new();
-                frames.push(Frame { elem_type, len, next: 0 });
-                // llama.cpp checks neither, so there is nothing to warn about.
-                let unchecked = self.opts.profile == Profile::LlamaCpp;
-                self.state = State::Array(Box::new(PendingArray {
-                    index,
-                    kv_start,
-                    key: key_span,
-                    head: ArrayHead { elem_type, len },
-                    payload_start,
-                    frames,
-                    warned_utf8: unchecked,
-                    warned_bool: unchecked,
-                }));
+                let head = ArrayHead { elem_type, len };
+                let array = PendingArray::new(index, kv_start, key_span, head, payload_start);
+                self.state = State::Array(Box::new(array.unchecked(self.opts.profile)));
                 self.step_array(buf)
             }
             fixed => {
                 let (rest, b) =
                     got!(Event, lift(buf, grammar::scalar(fixed).parse(rest), value_path));
-                let span = span_of(buf, b);
+                let span = span_in(buf, b);
                 if fixed == ValueType::Bool {
                     let value = b.first().copied().unwrap_or(0);
                     rules::bool_value(&mut out, value, span, value_path)?;
@@ -512,7 +439,7 @@ impl Decoder {
             return Err(misuse("no array", self.pos));
         };
         let mut out = self.findings();
-        let need = self.run_array(buf, &mut p, &mut out)?;
+        let need = p.advance(buf, self.enc, &self.opts, &mut self.pos, &mut out)?;
         self.record(out);
         match need {
             Some(needed) => {
@@ -530,127 +457,21 @@ impl Decoder {
         }
     }
 
-    /// Consumes as many array elements as `buf` holds. `Some(n)`: `n` more bytes needed;
-    /// `None`: the array is complete.
-    fn run_array(
-        &mut self,
-        buf: &[u8],
-        p: &mut PendingArray,
-        out: &mut Findings,
-    ) -> Result<Option<u64>, Error> {
-        let (enc, limits) = (self.enc, self.opts.limits);
-        loop {
-            let Some(frame) = p.frames.last().copied() else { return Ok(None) };
-            if frame.next == frame.len {
-                p.frames.pop();
-                if let Some(parent) = p.frames.last_mut() {
-                    parent.next += 1;
-                }
-                continue;
-            }
-            let set_next = |p: &mut PendingArray, next| {
-                if let Some(f) = p.frames.last_mut() {
-                    f.next = next;
-                }
-            };
-            match frame.elem_type {
-                ValueType::String => {
-                    let check = !p.warned_utf8;
-                    match strings::walk_strings(
-                        buf, enc, &limits, check, self.pos, frame.next, frame.len,
-                    ) {
-                        Walked::Progress { next, pos, need } => {
-                            set_next(p, next);
-                            self.pos = pos;
-                            if need.is_some() {
-                                return Ok(need);
-                            }
-                        }
-                        Walked::Failed { elem, err } => {
-                            set_next(p, elem);
-                            return Err(to_finding(buf, err, p.element_path(buf, 0)));
-                        }
-                        Walked::Invalid { elem, pos, s } => {
-                            set_next(p, elem);
-                            self.pos = pos;
-                            p.warned_utf8 = true;
-                            let path = || p.element_path(buf, 0);
-                            rules::string_value(out, s, span_of(buf, s), path)?;
-                            // Lenient: warned once; the rest is walked without checking.
-                        }
-                    }
-                }
-                ValueType::Array => {
-                    let at = self.pos;
-                    let head = grammar::nested_array_head(enc).parse(self.rest(buf));
-                    let (rest, (code, len)) = match lift(buf, head, || p.element_path(buf, 0))? {
-                        Got::Value(rest, v) => (rest, v),
-                        Got::Need(n) => return Ok(Some(n)),
-                    };
-                    let elem_err =
-                        |kind, off, len| Error::new(kind, off, len, p.element_path(buf, 0));
-                    let elem_type = match ValueType::from_code(code) {
-                        Some(ty) if enc.wide || ty.in_v1() => ty,
-                        _ => return Err(elem_err(ErrorKind::UnknownValueType { code }, at, 4)),
-                    };
-                    rules::elem_type(self.opts.profile, elem_type)
-                        .map_err(|k| elem_err(k, at, 4))?;
-                    if p.frames.len() as u32 >= limits.max_depth {
-                        let kind = ErrorKind::NestingTooDeep { max: limits.max_depth };
-                        return Err(elem_err(kind, at, 4));
-                    }
-                    let payload_start = offset_in(buf, rest);
-                    grammar::array_len_limit(enc, &limits, elem_type, len, payload_start)
-                        .map_err(|k| elem_err(k, at + 4, enc.len_size() as u64))?;
-                    self.pos = payload_start;
-                    p.frames.push(Frame { elem_type, len, next: 0 });
-                }
-                fixed => {
-                    let size = fixed.fixed_size().unwrap_or(1) as u64;
-                    let avail = (buf.len() as u64).saturating_sub(self.pos);
-                    let remaining = frame.len - frame.next;
-                    let take = remaining.min(avail / size);
-                    if fixed == ValueType::Bool && !p.warned_bool {
-                        let bytes = self.rest(buf).get(..take as usize).unwrap_or_default();
-                        if let Some((j, &value)) = bytes.iter().enumerate().find(|(_, b)| **b > 1) {
-                            p.warned_bool = true;
-                            let span = Span::new(self.pos + j as u64, 1);
-                            rules::bool_value(out, value, span, || p.element_path(buf, j as u64))?;
-                        }
-                    }
-                    self.pos += take * size;
-                    set_next(p, frame.next + take);
-                    if take < remaining {
-                        // Exactly the bytes this array still lacks.
-                        let lacking = (remaining * size).saturating_sub(avail);
-                        return Ok(Some(lacking.max(1)));
-                    }
-                }
-            }
-        }
-    }
-
     // ----- tensor infos --------------------------------------------------------------------
 
     fn step_tensor(&mut self, buf: &[u8]) -> Result<Event, Error> {
         let (index, enc, limits, start) =
             (self.tensors.len(), self.enc, self.opts.limits, self.pos);
-        let llama = self.opts.profile == Profile::LlamaCpp;
         let no_name = || tensor_path(buf, index, None);
         let name = grammar::tensor_name(buf, enc, limits).parse(self.rest(buf));
         let (rest, name) = got!(Event, lift(buf, name, no_name));
-        let name_span = span_of(buf, name);
+        let name_span = span_in(buf, name);
         let path = || tensor_path(buf, index, Some(name_span));
         let mut out = self.findings();
         let tensors = &self.tensors;
         let resolve =
             |i: u32| tensors.get(i as usize).and_then(|t| t.name.slice(buf)).unwrap_or_default();
-        // ggml cuts names at their first NUL: "a\0x" and "a\0y" are the same tensor there.
-        let first = if llama {
-            self.c_names.find(rules::c_str(name), |i| rules::c_str(resolve(i)))
-        } else {
-            self.names.find(name, resolve)
-        };
+        let first = self.names.find(self.opts.profile, name, resolve);
         rules::tensor_name(&mut out, name, name_span, first, || {
             path().with(PathSeg::Field("name"))
         })?;
@@ -687,10 +508,7 @@ impl Decoder {
         let tensors = &self.tensors;
         let resolve =
             |i: u32| tensors.get(i as usize).and_then(|t| t.name.slice(buf)).unwrap_or_default();
-        self.names.insert(name, index as u32, resolve);
-        if llama {
-            self.c_names.insert(rules::c_str(name), index as u32, |i| rules::c_str(resolve(i)));
-        }
+        self.names.insert(self.opts.profile, name, index as u32, resolve);
         self.record(out);
         self.pos = end;
         self.state = self.next_section();

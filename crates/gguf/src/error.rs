@@ -8,10 +8,25 @@
 
 use std::fmt;
 
+use sipllm_format::Span;
 pub use sipllm_format::{Finding, Kind, Path, PathSeg};
 
 use crate::ggml::GgmlType;
 use crate::value::ValueType;
+
+/// The path of metadata pair `index`, named by its key when its span in `buf` is known.
+pub(crate) fn kv_path(buf: &[u8], index: usize, key: Option<Span>) -> Path {
+    Path::root().with(PathSeg::Metadata { index: index as u64, key: name_of(buf, key) })
+}
+
+/// The path of tensor info `index`, named when its name's span in `buf` is known.
+pub(crate) fn tensor_path(buf: &[u8], index: usize, name: Option<Span>) -> Path {
+    Path::root().with(PathSeg::Tensor { index: index as u64, name: name_of(buf, name) })
+}
+
+fn name_of(buf: &[u8], span: Option<Span>) -> Option<Box<str>> {
+    span.and_then(|s| s.slice(buf)).map(|b| String::from_utf8_lossy(b).into())
+}
 
 /// A fatal parse error: the file does not satisfy the selected profile.
 pub type Error = Finding<ErrorKind>;

@@ -297,13 +297,19 @@ pub(crate) fn array_count<'b>(
     })
 }
 
-/// The head of an array nested in an array, as stored: element type code and count. Both
-/// fields are read before either is judged (the decoder applies [`array_len_limit`] and the
-/// profile's rules).
+/// The head of an array nested in an array: element type (valid for this version, else
+/// `UnknownValueType` at the type field) and count. Both fields are read before either is
+/// judged; the decoder then applies the profile's rules and [`array_len_limit`].
 pub(crate) fn nested_array_head<'a>(
     enc: Encoding,
-) -> impl Parser<&'a [u8], Output = (u32, u64), Error = PErr<'a>> {
-    (u32_(enc), len_field(enc))
+) -> impl Parser<&'a [u8], Output = (ValueType, u64), Error = PErr<'a>> {
+    move |i: &'a [u8]| {
+        let (rest, (code, len)) = (u32_(enc), len_field(enc)).parse(i)?;
+        match ValueType::from_code(code) {
+            Some(ty) if enc.wide || ty.in_v1() => Ok((rest, (ty, len))),
+            _ => Err(PErr::fail(i, 4, ErrorKind::UnknownValueType { code })),
+        }
+    }
 }
 
 /// Validates an array's declared count (and where its payload would end at the least) as soon

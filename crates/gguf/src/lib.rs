@@ -68,6 +68,7 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 #![doc(test(attr(deny(warnings))))]
 
+mod array;
 mod ast;
 pub mod builder;
 mod decoder;

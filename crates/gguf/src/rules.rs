@@ -15,19 +15,21 @@
 //! | key | empty, UTF-8, duplicate, style (ASCII, snake_case, 65535 bytes) | [`key`] |
 //! | value type | `general.alignment` must be UINT32 | [`value_type`] |
 //! | value | string UTF-8; bool 0/1; alignment a power of two | [`string_value`], [`bool_value`], [`alignment`] |
-//! | array head | arrays of arrays under llama-cpp | [`elem_type`] |
+//! | array head | arrays of arrays under llama-cpp | [`elem_type`], [`nested_array`] |
+//! | array elements | bools 0/1, warned once per array | [`bool_elements`] |
 //! | tensor name | length (64, 63 under llama-cpp), UTF-8, empty, NUL, duplicate | [`tensor_name`] |
 //! | tensor shape and type | dims (zero, ≥ 2^63), ggml type (unknown, removed), sizes | [`tensor`] |
 //!
 //! A new rule (say, one more llama-cpp check on names) is one more line in one of these
 //! functions, plus its kind in [`crate::error`] and its row in the table.
 
+use sipllm_format::NameIndex;
 use smallvec::SmallVec;
 
 use crate::Span;
 use crate::error::{Error, ErrorKind, Path, PathSeg, StrField, Warning, WarningKind};
 use crate::ggml::{self, GgmlType, SizeError};
-use crate::grammar::{RawVersion, ne};
+use crate::grammar::{Encoding, RawVersion, array_len_limit, ne};
 use crate::header::Endian;
 use crate::layout;
 use crate::options::{Limits, ParseOptions, Profile};
@@ -256,11 +258,88 @@ pub(crate) fn elem_type(profile: Profile, ty: ValueType) -> Result<(), ErrorKind
     }
 }
 
+/// The head of a nested array (at `at`; depth `depth` before it): its element type under the
+/// profile ([`elem_type`]), the nesting limit, and its count ([`array_len_limit`]). The error
+/// is a kind with its offset and length.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn nested_array(
+    profile: Profile,
+    enc: Encoding,
+    limits: &Limits,
+    depth: u32,
+    ty: ValueType,
+    len: u64,
+    at: u64,
+    payload_start: u64,
+) -> Result<(), (ErrorKind, u64, u64)> {
+    elem_type(profile, ty).map_err(|k| (k, at, 4))?;
+    if depth >= limits.max_depth {
+        return Err((ErrorKind::NestingTooDeep { max: limits.max_depth }, at, 4));
+    }
+    array_len_limit(enc, limits, ty, len, payload_start)
+        .map_err(|k| (k, at + 4, enc.len_size() as u64))
+}
+
+/// Bool elements (`bytes`, from absolute `at`): the first byte other than 0 or 1 is reported
+/// ([`bool_value`]) and `true` returned, so an array warns once. `path(j)` is element `j`'s
+/// path, counted from the first of `bytes`.
+pub(crate) fn bool_elements(
+    out: &mut Findings,
+    bytes: &[u8],
+    at: u64,
+    path: impl FnOnce(u64) -> Path,
+) -> Result<bool, Error> {
+    let Some((j, &value)) = bytes.iter().enumerate().find(|(_, b)| **b > 1) else {
+        return Ok(false);
+    };
+    bool_value(out, value, Span::new(at + j as u64, 1), || path(j as u64))?;
+    Ok(true)
+}
+
 // ----- tensor infos --------------------------------------------------------------------------
 
 /// A name as C sees it: the bytes before its first NUL (ggml's `ggml_set_name`, then `strcmp`).
-pub(crate) fn c_str(name: &[u8]) -> &[u8] {
+fn c_str(name: &[u8]) -> &[u8] {
     name.split(|&b| b == 0).next().unwrap_or_default()
+}
+
+/// The tensor-name index and, under llama-cpp, the names as ggml compares them: up to their
+/// first NUL ("a\0x" and "a\0y" are the same tensor there).
+#[derive(Debug, Default)]
+pub(crate) struct TensorNames {
+    pub(crate) names: NameIndex,
+    c_names: NameIndex,
+}
+
+impl TensorNames {
+    /// The earlier tensor this `name` duplicates, if any; `resolve` maps a tensor index to its
+    /// name bytes.
+    pub(crate) fn find<'b>(
+        &self,
+        profile: Profile,
+        name: &[u8],
+        resolve: impl Fn(u32) -> &'b [u8],
+    ) -> Option<u32> {
+        if profile == Profile::LlamaCpp {
+            self.c_names.find(c_str(name), |i| c_str(resolve(i)))
+        } else {
+            self.names.find(name, resolve)
+        }
+    }
+
+    /// Records tensor `index` under `name`.
+    pub(crate) fn insert<'b>(
+        &mut self,
+        profile: Profile,
+        name: &[u8],
+        index: u32,
+        resolve: impl Fn(u32) -> &'b [u8],
+    ) {
+        if profile == Profile::LlamaCpp {
+            self.c_names.insert(c_str(name), index, |i| c_str(resolve(i)));
+        }
+        self.names.insert(name, index, resolve);
+    }
 }
 
 /// A tensor name: at most 64 bytes (63 under llama-cpp: ggml needs fewer than

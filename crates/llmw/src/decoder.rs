@@ -11,7 +11,7 @@
 use nom::Parser;
 
 use sipllm_format::got;
-use sipllm_format::grammar::{lift, offset_in, to_finding};
+use sipllm_format::grammar::{lift, offset_in, span_in, to_finding};
 use sipllm_format::{DecoderEvent, HeaderDecoder, NameIndex};
 use sipllm_gguf::align_up;
 
@@ -126,10 +126,6 @@ struct PendingStrings {
 /// Item counts are at most `u32::MAX` (they come from `u32` header fields).
 fn index_u32(len: usize) -> u32 {
     u32::try_from(len).unwrap_or(u32::MAX)
-}
-
-fn span_of(buf: &[u8], sub: &[u8]) -> Span {
-    Span::new(offset_in(buf, sub), sub.len() as u64)
 }
 
 fn name_of(buf: &[u8], s: Option<Span>) -> Option<Box<str>> {
@@ -311,7 +307,7 @@ impl Decoder {
     /// The string at the current position, if its bytes are all present (for error paths).
     fn peek(&self, buf: &[u8]) -> Option<Span> {
         let (_, s) = grammar::string().parse(self.rest(buf)).ok()?;
-        Some(span_of(buf, s))
+        Some(span_in(buf, s))
     }
 
     /// Where the decoder goes after finishing an item.
@@ -354,7 +350,7 @@ impl Decoder {
         let no_key = || meta_path(buf, index, None);
         let key = grammar::meta_key(buf, limits).parse(self.rest(buf));
         let (rest, key) = got!(Event, lift(buf, key, no_key));
-        let key_span = span_of(buf, key);
+        let key_span = span_in(buf, key);
         let path = || meta_path(buf, index, Some(key_span));
         let meta = &self.meta;
         let resolve =
@@ -368,19 +364,19 @@ impl Decoder {
         let (rest, value, count) = match meta_type {
             MetaType::I64 | MetaType::F64 => {
                 let (rest, v) = got!(Event, lift(buf, grammar::number().parse(rest), value_path));
-                (rest, span_of(buf, v), 1)
+                (rest, span_in(buf, v), 1)
             }
             MetaType::Str => {
                 let s = grammar::string_value(buf, limits).parse(rest);
                 let (rest, s) = got!(Event, lift(buf, s, path));
-                let s_span = span_of(buf, s);
+                let s_span = span_in(buf, s);
                 rules::utf8(s, s_span.offset, StrField::Value, value_path)?;
                 (rest, s_span, 1)
             }
             MetaType::I64Array | MetaType::F64Array => {
                 let array = grammar::number_array(buf, limits).parse(rest);
                 let (rest, (payload, len)) = got!(Event, lift(buf, array, path));
-                (rest, span_of(buf, payload), len)
+                (rest, span_in(buf, payload), len)
             }
             MetaType::StrArray => {
                 let count = grammar::array_count(limits).parse(rest);
@@ -469,7 +465,7 @@ impl Decoder {
         let no_name = || tensor_path(buf, index, None);
         let name = grammar::tensor_name(buf, limits).parse(self.rest(buf));
         let (rest, name) = got!(Event, lift(buf, name, no_name));
-        let name_span = span_of(buf, name);
+        let name_span = span_in(buf, name);
         let path = || tensor_path(buf, index, Some(name_span));
         let field = |f: &'static str| path().with(PathSeg::Field(f));
         let tensors = &self.tensors;
