@@ -14,7 +14,7 @@ use crate::grammar::{self, Encoding};
 use crate::options::{ParseOptions, Profile};
 use crate::rules::{self, Findings};
 use crate::strings::{self, Walked};
-use crate::value::ValueType;
+use crate::value_type::ValueType;
 
 fn rest(buf: &[u8], pos: u64) -> &[u8] {
     usize::try_from(pos).ok().and_then(|p| buf.get(p..)).unwrap_or_default()

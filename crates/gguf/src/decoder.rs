@@ -23,7 +23,7 @@ use crate::header::Header;
 use crate::layout::{self, Placement};
 use crate::options::ParseOptions;
 use crate::rules::{self, Findings, TensorNames};
-use crate::value::ValueType;
+use crate::value_type::ValueType;
 
 /// The default alignment when `general.alignment` is absent.
 pub const DEFAULT_ALIGNMENT: u32 = 32;

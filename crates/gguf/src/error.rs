@@ -12,7 +12,7 @@ use sipllm_format::Span;
 pub use sipllm_format::{Finding, Kind, Path, PathSeg};
 
 use crate::ggml::GgmlType;
-use crate::value::ValueType;
+use crate::value_type::ValueType;
 
 /// The path of metadata pair `index`, named by its key when its span in `buf` is known.
 pub(crate) fn kv_path(buf: &[u8], index: usize, key: Option<Span>) -> Path {

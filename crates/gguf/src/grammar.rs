@@ -38,7 +38,7 @@ pub(crate) use sipllm_format::grammar::{bytes, bytes_at, field, offset_in};
 use crate::error::ErrorKind;
 use crate::header::{Endian, VersionProbe, probe_version};
 use crate::options::Limits;
-use crate::value::ValueType;
+use crate::value_type::ValueType;
 
 /// The parse error carried through nom (see [`sipllm_format::grammar::PErr`]).
 pub(crate) type PErr<'a> = sipllm_format::grammar::PErr<'a, ErrorKind>;

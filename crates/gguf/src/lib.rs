@@ -81,6 +81,7 @@ mod options;
 mod rules;
 mod strings;
 mod value;
+mod value_type;
 mod walk;
 pub mod writer;
 

@@ -33,7 +33,7 @@ use crate::grammar::{Encoding, RawVersion, array_len_limit, ne};
 use crate::header::Endian;
 use crate::layout;
 use crate::options::{Limits, ParseOptions, Profile};
-use crate::value::ValueType;
+use crate::value_type::ValueType;
 
 /// Where rules put an item's findings: the profile decides what is tolerated, and the item's
 /// warnings wait here until the item is committed.

@@ -358,8 +358,10 @@ impl Decoder {
         let first = self.keys.find(key, resolve);
         rules::key(key, key_span, start, first, || path().with(PathSeg::Field("key")))?;
 
-        let (rest, meta_type) =
-            got!(Event, lift(buf, grammar::meta_tag(version).parse(rest), path));
+        let tag_at = offset_in(buf, rest);
+        let tag_path = || path().with(PathSeg::Field("tag"));
+        let (rest, tag) = got!(Event, lift(buf, grammar::meta_tag().parse(rest), tag_path));
+        let meta_type = rules::tag(tag, version, tag_at, tag_path)?;
         let value_path = || path().with(PathSeg::Field("value"));
         let (rest, value, count) = match meta_type {
             MetaType::I64 | MetaType::F64 => {

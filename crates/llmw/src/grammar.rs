@@ -34,7 +34,6 @@ pub(crate) use sipllm_format::grammar::{bytes, field, offset_in};
 
 use crate::error::ErrorKind;
 use crate::options::Limits;
-use crate::value::MetaType;
 
 /// The parse error carried through nom (see [`sipllm_format::grammar::PErr`]).
 pub(crate) type PErr<'a> = sipllm_format::grammar::PErr<'a, ErrorKind>;
@@ -160,20 +159,9 @@ pub(crate) fn meta_key<'b>(
     field(PathSeg::Field("key"), checked_string(buf, limits))
 }
 
-/// An entry's type tag: 0–5, and an array tag (3–5) only from version 2 on.
-pub(crate) fn meta_tag<'a>(
-    version: u32,
-) -> impl Parser<&'a [u8], Output = MetaType, Error = PErr<'a>> {
-    field(PathSeg::Field("tag"), move |i: &'a [u8]| {
-        let (rest, tag) = u8_().parse(i)?;
-        match MetaType::from_tag(tag) {
-            None => Err(PErr::fail(i, 1, ErrorKind::UnknownTag { tag })),
-            Some(ty) if ty.min_version() > version => {
-                Err(PErr::fail(i, 1, ErrorKind::ArrayInVersion1 { tag }))
-            }
-            Some(ty) => Ok((rest, ty)),
-        }
-    })
+/// An entry's type tag, as stored ([`crate::rules::tag`] judges it).
+pub(crate) fn meta_tag<'a>() -> impl Parser<&'a [u8], Output = u8, Error = PErr<'a>> {
+    u8_()
 }
 
 /// An `i64` or `f64` value, as stored (8 bytes).

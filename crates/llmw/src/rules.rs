@@ -5,6 +5,7 @@
 //! | record | rule | here |
 //! | --- | --- | --- |
 //! | key | not empty, UTF-8, not a duplicate | [`key`] |
+//! | tag | 0–5; arrays (3–5) from version 2 | [`tag`] |
 //! | string value or element | UTF-8 | [`utf8`] |
 //! | tensor name | not empty, UTF-8, not a duplicate | [`tensor_name`] |
 //! | dtype | known to ggml, not removed | [`dtype`] |
@@ -21,6 +22,7 @@ use crate::ALIGNMENT;
 use crate::Span;
 use crate::ast::TensorInfo;
 use crate::error::{Error, ErrorKind, Path, StrField};
+use crate::value::MetaType;
 
 /// The UTF-8 check of a string at absolute `at`: the error points at the first invalid byte.
 pub(crate) fn utf8(
@@ -58,6 +60,21 @@ pub(crate) fn key(
         return Err(Error::new(ErrorKind::DuplicateKey { first }, span.offset, span.len, path()));
     }
     Ok(())
+}
+
+/// An entry's type tag (at `at`): 0–5, and an array tag (3–5) only from version 2 on.
+pub(crate) fn tag(
+    tag: u8,
+    version: u32,
+    at: u64,
+    path: impl FnOnce() -> Path,
+) -> Result<MetaType, Error> {
+    let kind = match MetaType::from_tag(tag) {
+        None => ErrorKind::UnknownTag { tag },
+        Some(ty) if ty.min_version() > version => ErrorKind::ArrayInVersion1 { tag },
+        Some(ty) => return Ok(ty),
+    };
+    Err(Error::new(kind, at, 1, path()))
 }
 
 /// A tensor name (at `span`, its length field at `len_at`): not empty, UTF-8, not a duplicate
