@@ -1,13 +1,4 @@
-//! The chunk-fed decoder contract both formats' decoders implement.
-//!
-//! **`buf` is every byte of the file received so far, starting at offset 0; between calls the
-//! caller may only append to it.** Each `decode(buf)` call parses at most one item and returns
-//! a [`Step`]: how many bytes it consumed and what happened. An event whose
-//! [`needed`](DecoderEvent::needed) is `Some(n)` says the current item needs at least `n` more
-//! bytes: append them (or more) and call again. When the input has really ended,
-//! [`HeaderDecoder::end_of_input`] gives the truncation error; after the done event,
-//! [`HeaderDecoder::finish`] gives the directory. The decoder keeps no borrow of `buf` between
-//! calls, so the caller may grow (reallocate) it freely.
+//! The chunk-fed decoder contract both formats' decoders implement ([`HeaderDecoder`]).
 //!
 //! One driver loop serves both formats: [`decode_slice`] for a whole slice, the read side's
 //! refilling window for a file.
@@ -31,7 +22,16 @@ pub trait DecoderEvent: Copy {
     fn is_done(&self) -> bool;
 }
 
-/// A chunk-fed header decoder (the contract is the [module](self)'s).
+/// A chunk-fed header decoder.
+///
+/// **`buf` is every byte of the file received so far, starting at offset 0; between calls the
+/// caller may only append to it.** Each `decode(buf)` call parses at most one item and returns
+/// a [`Step`]: how many bytes it consumed and what happened. An event whose
+/// [`needed`](DecoderEvent::needed) is `Some(n)` says the current item needs at least `n` more
+/// bytes: append them (or more) and call again. When the input has really ended,
+/// [`end_of_input`](HeaderDecoder::end_of_input) gives the truncation error; after the done
+/// event, [`finish`](HeaderDecoder::finish) gives the directory. The decoder keeps no borrow of
+/// `buf` between calls, so the caller may grow (reallocate) it freely.
 pub trait HeaderDecoder {
     /// What one call reports.
     type Event: DecoderEvent;
