@@ -6,15 +6,12 @@
 //! sizes the fuzzers' files never reach by mutation. This target grows such an array from a
 //! small input, so the fuzzer steers the strings (lengths around 127 and 128, bytes that are
 //! UTF-8 only in company, fake length fields inside strings) and the reference is plain: the
-//! strings themselves, and `std::str::from_utf8` on each. With a flag the array is grown past
-//! `PARALLEL_MIN_ELEMENTS`, so a whole-slice parse with `ParseOptions::parallel` validates it
-//! on a helper thread (`crates/gguf/src/parallel.rs`), and must still agree with the
-//! one-thread parse.
+//! strings themselves, and `std::str::from_utf8` on each. With a flag the array is grown to
+//! [`LONG_ELEMENTS`], past several of the fast path's 64 KiB windows.
 
 use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_gguf::{
-    Directory, Endian, Error, ErrorKind, PARALLEL_MIN_ELEMENTS, ParseOptions, PathSeg, Profile,
-    StrField, ValueType,
+    Directory, Endian, Error, ErrorKind, ParseOptions, PathSeg, Profile, StrField, ValueType,
 };
 
 use crate::Schedule;
@@ -23,14 +20,16 @@ use crate::chunked::decode_gguf_chunked;
 const KEY: &str = "tokenizer.ggml.tokens";
 /// Elements the array is grown to at least: enough for the fast path to take several rounds.
 const MIN_ELEMENTS: usize = 1_500;
+/// Elements the array is grown to with flag bit 4: an array spanning many of the fast path's
+/// 64 KiB windows.
+const LONG_ELEMENTS: usize = 65_536;
 /// Valid vocabulary-like strings put before the fuzzer's, per unit of the input's first byte,
 /// so the fuzzer's strings (and their errors) land deep in the array too.
 const FILLER_UNIT: usize = 700;
 
-/// The input: byte 0 holds flags (bit 0: big-endian; bits 1–3: filler units; bit 4: long
-/// enough for the helper thread), then strings, each one length byte (0–255, so both sides of
+/// The input: byte 0 holds flags (bit 0: big-endian; bits 1–3: filler units; bit 4: long), then strings, each one length byte (0–255, so both sides of
 /// the fast path's 127-byte limit) and up to that many bytes. The strings are cycled to
-/// [`MIN_ELEMENTS`], or with bit 4 to `PARALLEL_MIN_ELEMENTS`.
+/// [`MIN_ELEMENTS`], or with bit 4 to [`LONG_ELEMENTS`].
 pub(crate) fn string_array(data: &[u8]) {
     let Some((&flags, mut rest)) = data.split_first() else { return };
     let mut pieces: Vec<&[u8]> = Vec::new();
@@ -46,7 +45,7 @@ pub(crate) fn string_array(data: &[u8]) {
     let filler = usize::from((flags >> 1) & 7) * FILLER_UNIT;
     let filler: Vec<Vec<u8>> =
         (0..filler).map(|i| format!("Ġtok{i}{}", "é".repeat(i % 5)).into_bytes()).collect();
-    let min = if flags & 0x10 != 0 { PARALLEL_MIN_ELEMENTS as usize } else { MIN_ELEMENTS };
+    let min = if flags & 0x10 != 0 { LONG_ELEMENTS } else { MIN_ELEMENTS };
     let grown = min.max(pieces.len());
     let strings: Vec<&[u8]> = filler
         .iter()
@@ -116,12 +115,9 @@ pub(crate) fn string_array(data: &[u8]) {
     }
 }
 
-/// Whole (with the helper thread where the array is long enough, and without), and in chunks
-/// around the fast path's window sizes: every result equal.
+/// Whole, and in chunks around the fast path's window sizes: every result equal.
 fn decode_every_way(target: &str, file: &[u8], opts: &ParseOptions) -> Result<Directory, Error> {
-    let whole = sipllm_gguf::decode(file, &opts.with_parallel(true));
-    let one_thread = sipllm_gguf::decode(file, &opts.with_parallel(false));
-    assert_eq!(format!("{one_thread:?}"), format!("{whole:?}"), "{target}: one thread");
+    let whole = sipllm_gguf::decode(file, opts);
     for sizes in [vec![4093], vec![0], vec![70_000, 9, 5_000]] {
         let chunked = decode_gguf_chunked(target, file, opts, &Schedule { sizes: sizes.clone() });
         assert_eq!(

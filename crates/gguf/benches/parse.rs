@@ -89,14 +89,8 @@ fn bench_parse(c: &mut Criterion) {
         group.bench_function("parse_whole_slice", |b| {
             b.iter(|| sipllm_gguf::parse_with(black_box(&bytes[..]), &opts).unwrap())
         });
-        // The same parse with `ParseOptions::parallel`: the long string arrays' UTF-8 is
-        // validated on a second thread while this one walks them (src/parallel.rs).
-        let helper = opts.with_parallel(true);
-        group.bench_function("parse_with_helper", |b| {
-            b.iter(|| sipllm_gguf::parse_with(black_box(&bytes[..]), &helper).unwrap())
-        });
         // The llama-cpp profile does not check UTF-8 (llama.cpp does not): the difference to
-        // `parse_whole_slice` (one thread) is what validation costs inside the parser.
+        // `parse_whole_slice` is what validation costs inside the parser.
         let llama = ParseOptions::new(Profile::LlamaCpp);
         group.bench_function("parse_llama_cpp_profile", |b| {
             b.iter(|| sipllm_gguf::parse_with(black_box(&bytes[..]), &llama).unwrap())

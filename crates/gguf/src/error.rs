@@ -8,27 +8,24 @@
 
 use std::fmt;
 
-use crate::ggml::GgmlType;
-use crate::value::ValueType;
+use sipllm_format::Span;
+pub use sipllm_format::{Finding, Kind, Path, PathSeg};
 
-/// What a [`Finding`] is about: a kind with a stable code and a help text. Implemented by
-/// [`ErrorKind`], [`WarningKind`] and the sibling formats' error kinds.
-pub trait Kind: fmt::Display {
-    /// The stable code, e.g. `gguf::header::bad_magic`.
-    fn code(&self) -> &'static str;
-    /// What to check or change.
-    fn help(&self) -> &'static str;
+use crate::ggml::GgmlType;
+use crate::value_type::ValueType;
+
+/// The path of metadata pair `index`, named by its key when its span in `buf` is known.
+pub(crate) fn kv_path(buf: &[u8], index: usize, key: Option<Span>) -> Path {
+    Path::root().with(PathSeg::Metadata { index: index as u64, key: name_of(buf, key) })
 }
 
-/// A finding about a file: **what** (a kind with a stable code and help), **where** (an
-/// absolute byte range and a logical [`Path`]). [`Error`] and [`Warning`] are findings; the
-/// `.llmw` parser's error is one too, so every consumer renders them the same way.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding<K> {
-    kind: K,
-    offset: u64,
-    len: u64,
-    path: Path,
+/// The path of tensor info `index`, named when its name's span in `buf` is known.
+pub(crate) fn tensor_path(buf: &[u8], index: usize, name: Option<Span>) -> Path {
+    Path::root().with(PathSeg::Tensor { index: index as u64, name: name_of(buf, name) })
+}
+
+fn name_of(buf: &[u8], span: Option<Span>) -> Option<Box<str>> {
+    span.and_then(|s| s.slice(buf)).map(|b| String::from_utf8_lossy(b).into())
 }
 
 /// A fatal parse error: the file does not satisfy the selected profile.
@@ -36,66 +33,6 @@ pub type Error = Finding<ErrorKind>;
 
 /// A non-fatal finding: the file is readable under the profile, but something deserves a look.
 pub type Warning = Finding<WarningKind>;
-
-impl<K: Kind> Finding<K> {
-    /// A finding of `kind` about the `len` bytes at `offset`, at `path`.
-    pub fn new(kind: K, offset: u64, len: u64, path: Path) -> Finding<K> {
-        Finding { kind, offset, len, path }
-    }
-
-    /// What is wrong.
-    pub fn kind(&self) -> &K {
-        &self.kind
-    }
-
-    /// Absolute byte offset of the bytes concerned, from the start of the file.
-    pub fn offset(&self) -> u64 {
-        self.offset
-    }
-
-    /// Length of the byte range concerned (0 when the finding is about a position, e.g. the
-    /// end of the input).
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// True when the finding points at a position rather than a byte range.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Where in the file's logical structure.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The stable code of the kind (an error a profile tolerates keeps its error's code).
-    pub fn code(&self) -> &'static str {
-        self.kind.code()
-    }
-
-    /// What to check or change.
-    pub fn help(&self) -> &'static str {
-        self.kind.help()
-    }
-
-    /// The message without the location (the kind's `Display`).
-    pub fn message(&self) -> String {
-        self.kind.to_string()
-    }
-}
-
-impl<K: Kind> fmt::Display for Finding<K> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            write!(f, "{} (at byte {})", self.kind, self.offset)
-        } else {
-            write!(f, "{}: {} (at byte {})", self.path, self.kind, self.offset)
-        }
-    }
-}
-
-impl<K: Kind + fmt::Debug> std::error::Error for Finding<K> {}
 
 /// Which string a UTF-8 problem was found in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -631,96 +568,6 @@ impl WarningKind {
     }
 }
 
-/// A logical location in a GGUF file, e.g. `tensor[7] "blk.0.attn_q.weight" ne[1]`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Path(Vec<PathSeg>);
-
-impl Path {
-    /// The empty path (the file as a whole).
-    pub fn root() -> Path {
-        Path(Vec::new())
-    }
-
-    /// The segments, outermost first.
-    pub fn segments(&self) -> &[PathSeg] {
-        &self.0
-    }
-
-    /// True for the root path.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Appends a segment (the sibling format crates build their paths with these).
-    pub fn push(&mut self, seg: PathSeg) {
-        self.0.push(seg);
-    }
-
-    /// The path with one more segment.
-    pub fn with(mut self, seg: PathSeg) -> Path {
-        self.0.push(seg);
-        self
-    }
-}
-
-/// One step of a [`Path`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum PathSeg {
-    /// A field of the fixed header (`magic`, `version`, `tensor_count`, `kv_count`).
-    Header(&'static str),
-    /// The n-th metadata key/value pair, with its key when it could be read.
-    Metadata {
-        /// Index in file order.
-        index: u64,
-        /// The key, lossily decoded.
-        key: Option<Box<str>>,
-    },
-    /// The n-th tensor info, with its name when it could be read.
-    Tensor {
-        /// Index in file order.
-        index: u64,
-        /// The name, lossily decoded.
-        name: Option<Box<str>>,
-    },
-    /// An array element.
-    Element(u64),
-    /// A tensor dimension in GGUF order (`ne[j]`, `ne[0]` the fastest-varying).
-    Dim(u32),
-    /// A tensor dimension in row-major order, as `.llmw` stores them (`dims[j]`, `dims[0]`
-    /// the outermost).
-    RowMajorDim(u32),
-    /// A named field of the enclosing item (`key`, `type`, `value`, `n_dims`, `offset`, …).
-    Field(&'static str),
-    /// The padding before the data section.
-    Padding,
-}
-
-impl fmt::Display for Path {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, seg) in self.0.iter().enumerate() {
-            let sep = if i == 0 { "" } else { " " };
-            match seg {
-                PathSeg::Header(field) => write!(f, "{sep}header.{field}")?,
-                PathSeg::Metadata { index, key: Some(key) } => {
-                    write!(f, "{sep}metadata[{index}] {key:?}")?
-                }
-                PathSeg::Metadata { index, key: None } => write!(f, "{sep}metadata[{index}]")?,
-                PathSeg::Tensor { index, name: Some(name) } => {
-                    write!(f, "{sep}tensor[{index}] {name:?}")?
-                }
-                PathSeg::Tensor { index, name: None } => write!(f, "{sep}tensor[{index}]")?,
-                PathSeg::Element(i) => write!(f, "[{i}]")?,
-                PathSeg::Dim(j) => write!(f, "{sep}ne[{j}]")?,
-                PathSeg::RowMajorDim(j) => write!(f, "{sep}dims[{j}]")?,
-                PathSeg::Field(name) => write!(f, "{sep}{name}")?,
-                PathSeg::Padding => write!(f, "{sep}padding")?,
-            }
-        }
-        Ok(())
-    }
-}
-
 impl Kind for ErrorKind {
     fn code(&self) -> &'static str {
         ErrorKind::code(self)
@@ -728,6 +575,12 @@ impl Kind for ErrorKind {
 
     fn help(&self) -> &'static str {
         ErrorKind::help(self)
+    }
+}
+
+impl sipllm_format::grammar::Misuse for ErrorKind {
+    fn misuse(reason: &'static str) -> ErrorKind {
+        ErrorKind::Misuse { reason }
     }
 }
 
@@ -753,7 +606,7 @@ mod tests {
         assert_eq!(p.to_string(), "metadata[12] \"tokenizer.ggml.tokens\"[5031]");
         let p = Path::root()
             .with(PathSeg::Tensor { index: 7, name: Some("blk.0.attn_q.weight".into()) })
-            .with(PathSeg::Dim(1));
+            .with(crate::grammar::ne(1));
         assert_eq!(p.to_string(), "tensor[7] \"blk.0.attn_q.weight\" ne[1]");
         // Control characters from the file are escaped, never printed raw.
         let p = Path::root().with(PathSeg::Metadata { index: 0, key: Some("a\x1b[2Jb".into()) });

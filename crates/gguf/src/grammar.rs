@@ -1,22 +1,50 @@
-//! The GGUF grammar as nom 8 combinators.
+//! The GGUF grammar as nom 8 combinators: one named parser per on-disk record, each next to
+//! the raw, zero-copy record it returns, in file order.
 //!
-//! Every parser here is a *streaming* parser over `&[u8]`: when its input ends early it
-//! returns `Incomplete` with the number of bytes still missing, which the [`Decoder`] turns into
-//! [`Event::NeedMore`](crate::Event::NeedMore). Parsers that can fail for a reason other than
-//! missing bytes return `nom::Err::Failure` carrying an [`ErrorKind`] and the input position of
-//! the offending field; the decoder turns that position into an absolute offset.
+//! | record | parsers | layout |
+//! | --- | --- | --- |
+//! | header | [`magic`], [`version`], [`counts`] | `"GGUF"`, `u32` version, `len` tensor_count, `len` kv_count |
+//! | metadata pair | [`kv_key`], [`value_type`], then [`string_value`], [`scalar`] or [`array_elem_type`] + [`array_count`] | `string` key, `u32` type, value |
+//! | nested array head | [`nested_array_head`] | `u32` elem_type, `len` count |
+//! | string element | [`checked_string_at`] | `len` length, bytes |
+//! | tensor info | [`tensor_name`], [`tensor_shape`], [`tensor_placement`] | `string` name, `u32` n_dims, `len` × n_dims ne, `u32` ggml_type, `u64` offset |
+//!
+//! `len` is a `u64` in v2/v3 and a `u32` in v1; numbers are in the file's byte order
+//! ([`Encoding`]). A record is split where a profile rule ([`crate::rules`]) must fire
+//! between two fields, before the decoder asks for the next one: a duplicate key is reported
+//! even when the file ends right after it, whatever the chunking.
+//!
+//! Every parser is a *streaming* parser over `&[u8]`: when its input ends early it returns
+//! `Incomplete` with the number of bytes still missing, which the [`Decoder`] turns into
+//! [`Event::NeedMore`](crate::Event::NeedMore). A parser that fails for another reason
+//! returns a [`PErr`] with an [`ErrorKind`], the offending field's position and, through
+//! [`field`], its name in the error's path. The grammar enforces what the format and the
+//! [`Limits`] say (type codes, `n_dims` ≤ 4, declared lengths, checked before their bytes are
+//! requested); the profiles' rules live in [`crate::rules`].
 //!
 //! The same primitives serve the decoder (which validates) and the value views (which decode
 //! already-validated bytes), so there is one definition of every on-disk encoding.
 //!
 //! [`Decoder`]: crate::Decoder
 
-use nom::error::ParseError;
+use nom::Parser;
 use nom::number::Endianness;
-use nom::{IResult, Parser};
+use smallvec::SmallVec;
 
-use crate::error::{ErrorKind, PathSeg};
-use crate::header::Endian;
+use sipllm_format::PathSeg;
+use sipllm_format::grammar::incomplete;
+pub(crate) use sipllm_format::grammar::{bytes, bytes_at, field, offset_in};
+
+use crate::error::ErrorKind;
+use crate::header::{Endian, VersionProbe, probe_version};
+use crate::options::Limits;
+use crate::value_type::ValueType;
+
+/// The parse error carried through nom (see [`sipllm_format::grammar::PErr`]).
+pub(crate) type PErr<'a> = sipllm_format::grammar::PErr<'a, ErrorKind>;
+
+/// A GGUF grammar parser's result.
+pub(crate) type PResult<'a, T> = sipllm_format::grammar::PResult<'a, T, ErrorKind>;
 
 /// How numbers and lengths are encoded: byte order, and whether string lengths, array counts
 /// and dimensions are 64-bit (v2, v3) or 32-bit (v1).
@@ -42,55 +70,12 @@ impl Encoding {
     }
 }
 
-/// The parse error carried through nom: where (a suffix of the input) and, for semantic
-/// failures, what. `kind: None` is a plain grammar mismatch, which GGUF's grammar cannot
-/// produce except through [`ErrorKind`]-carrying failures; it is kept for nom's trait.
-#[derive(Debug)]
-pub(crate) struct PErr<'a> {
-    pub(crate) at: &'a [u8],
-    pub(crate) kind: Option<ErrorKind>,
-    /// Length of the offending field, for the error's byte range.
-    pub(crate) len: u64,
-    /// The field of the enclosing item, if known.
-    pub(crate) field: Option<PathSeg>,
+/// The path segment of dimension `j` in GGUF order (`ne[j]`, `ne[0]` the fastest-varying).
+pub(crate) fn ne(j: u32) -> PathSeg {
+    PathSeg::Indexed { field: "ne", index: j }
 }
 
-impl<'a> PErr<'a> {
-    pub(crate) fn fail(at: &'a [u8], len: u64, kind: ErrorKind) -> nom::Err<PErr<'a>> {
-        nom::Err::Failure(PErr { at, kind: Some(kind), len, field: None })
-    }
-}
-
-impl<'a> ParseError<&'a [u8]> for PErr<'a> {
-    fn from_error_kind(input: &'a [u8], _kind: nom::error::ErrorKind) -> Self {
-        PErr { at: input, kind: None, len: 0, field: None }
-    }
-
-    fn append(_input: &'a [u8], _kind: nom::error::ErrorKind, other: Self) -> Self {
-        // Keep the innermost error: it has the most precise position.
-        other
-    }
-}
-
-pub(crate) type PResult<'a, T> = IResult<&'a [u8], T, PErr<'a>>;
-
-/// Tags errors from `parser` with the field they occurred in (unless an inner parser already
-/// named a more precise one).
-pub(crate) fn field<'a, O>(
-    seg: PathSeg,
-    mut parser: impl Parser<&'a [u8], Output = O, Error = PErr<'a>>,
-) -> impl Parser<&'a [u8], Output = O, Error = PErr<'a>> {
-    move |i: &'a [u8]| {
-        parser.parse(i).map_err(|e| {
-            e.map(|mut pe| {
-                if pe.field.is_none() {
-                    pe.field = Some(seg.clone());
-                }
-                pe
-            })
-        })
-    }
-}
+// ----- primitives ----------------------------------------------------------------------------
 
 pub(crate) fn u32_<'a>(enc: Encoding) -> impl Parser<&'a [u8], Output = u32, Error = PErr<'a>> {
     nom::number::u32(enc.nom())
@@ -137,31 +122,6 @@ pub(crate) fn len_field_at(enc: Encoding, i: &[u8]) -> PResult<'_, u64> {
     Ok((rest, v))
 }
 
-/// `count` bytes, or `Incomplete` with exactly the number missing.
-pub(crate) fn bytes<'a>(count: u64) -> impl Parser<&'a [u8], Output = &'a [u8], Error = PErr<'a>> {
-    move |i: &'a [u8]| bytes_at(count, i)
-}
-
-/// [`bytes`] as a plain nom parser function (the hot loop's).
-#[inline]
-pub(crate) fn bytes_at(count: u64, i: &[u8]) -> PResult<'_, &[u8]> {
-    match usize::try_from(count) {
-        Ok(n) => match i.split_at_checked(n) {
-            Some((taken, rest)) => Ok((rest, taken)),
-            None => Err(incomplete(n - i.len())),
-        },
-        // More than the address space: it can never be present.
-        Err(_) => Err(nom::Err::Incomplete(nom::Needed::Unknown)),
-    }
-}
-
-fn incomplete<'a>(missing: usize) -> nom::Err<PErr<'a>> {
-    match std::num::NonZeroUsize::new(missing) {
-        Some(n) => nom::Err::Incomplete(nom::Needed::Size(n)),
-        None => nom::Err::Incomplete(nom::Needed::Unknown),
-    }
-}
-
 /// A GGUF string: length then bytes, without validation (for already-validated bytes).
 pub(crate) fn string<'a>(
     enc: Encoding,
@@ -176,20 +136,97 @@ pub(crate) fn string_at(enc: Encoding, i: &[u8]) -> PResult<'_, &[u8]> {
     bytes_at(len, rest)
 }
 
-/// The fixed header: magic, version word, then the two counts in the file's encoding.
-/// Returns the raw magic and version word; the caller decides the encoding from the version
-/// word and parses the counts with [`counts`].
-pub(crate) fn magic_and_version<'a>()
--> impl Parser<&'a [u8], Output = ([u8; 4], [u8; 4]), Error = PErr<'a>> {
-    (field(PathSeg::Header("magic"), bytes(4)), field(PathSeg::Header("version"), bytes(4))).map(
-        |(m, v): (&[u8], &[u8])| {
-            let mut magic = [0u8; 4];
-            magic.copy_from_slice(m);
-            let mut version = [0u8; 4];
-            version.copy_from_slice(v);
-            (magic, version)
-        },
-    )
+/// A string whose declared length is checked against the limits before its bytes are
+/// requested: the string limit, and the header limit on where the string would end (`buf` is
+/// the whole input, for the absolute end). Errors point at the length field.
+pub(crate) fn checked_string<'b>(
+    buf: &'b [u8],
+    enc: Encoding,
+    limits: Limits,
+) -> impl Parser<&'b [u8], Output = &'b [u8], Error = PErr<'b>> {
+    move |i: &'b [u8]| checked_string_at(buf, enc, &limits, i)
+}
+
+/// [`checked_string`] as a plain nom parser function (the vocabulary hot loop's).
+#[inline]
+pub(crate) fn checked_string_at<'b>(
+    buf: &'b [u8],
+    enc: Encoding,
+    limits: &Limits,
+    i: &'b [u8],
+) -> PResult<'b, &'b [u8]> {
+    let (rest, len) = len_field_at(enc, i)?;
+    let len_size = enc.len_size() as u64;
+    if len > limits.max_string_len {
+        return Err(PErr::fail(
+            i,
+            len_size,
+            ErrorKind::StringTooLong { len, max: limits.max_string_len },
+        ));
+    }
+    if offset_in(buf, rest).saturating_add(len) > limits.max_header_bytes {
+        return Err(PErr::fail(
+            i,
+            len_size,
+            ErrorKind::HeaderTooLarge { max: limits.max_header_bytes },
+        ));
+    }
+    bytes_at(len, rest)
+}
+
+/// A value type code valid in this version (0–12, 0–9 in v1), else `UnknownValueType`.
+fn type_code<'a>(enc: Encoding) -> impl Parser<&'a [u8], Output = ValueType, Error = PErr<'a>> {
+    move |i: &'a [u8]| {
+        let (rest, code) = u32_(enc).parse(i)?;
+        match ValueType::from_code(code) {
+            Some(ty) if enc.wide || ty.in_v1() => Ok((rest, ty)),
+            _ => Err(PErr::fail(i, 4, ErrorKind::UnknownValueType { code })),
+        }
+    }
+}
+
+// ----- header --------------------------------------------------------------------------------
+
+/// The magic, judged as soon as its 4 bytes are present: a non-GGUF input of 4 to 7 bytes is
+/// not a truncated GGUF.
+pub(crate) fn magic<'a>() -> impl Parser<&'a [u8], Output = (), Error = PErr<'a>> {
+    field(PathSeg::Header("magic"), |i: &'a [u8]| {
+        let (rest, m) = bytes_at(4, i)?;
+        let mut found = [0u8; 4];
+        found.copy_from_slice(m);
+        if found == crate::MAGIC {
+            Ok((rest, ()))
+        } else {
+            Err(PErr::fail(i, 4, ErrorKind::BadMagic { found }))
+        }
+    })
+}
+
+/// The version word, as stored, and what it says (a version this parser reads, and the byte
+/// order it implies).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawVersion {
+    /// The word, as stored.
+    pub(crate) word: [u8; 4],
+    pub(crate) version: u32,
+    pub(crate) endian: Endian,
+}
+
+/// The version word: 1, 2 or 3 in either byte order, else `UnsupportedVersion`.
+pub(crate) fn version<'a>() -> impl Parser<&'a [u8], Output = RawVersion, Error = PErr<'a>> {
+    field(PathSeg::Header("version"), |i: &'a [u8]| {
+        let (rest, w) = bytes_at(4, i)?;
+        let mut word = [0u8; 4];
+        word.copy_from_slice(w);
+        match probe_version(word) {
+            VersionProbe::Known { version, endian } => {
+                Ok((rest, RawVersion { word, version, endian }))
+            }
+            VersionProbe::Unsupported { version } => {
+                Err(PErr::fail(i, 4, ErrorKind::UnsupportedVersion { version }))
+            }
+        }
+    })
 }
 
 /// `tensor_count` and `kv_count` (`u64` in v2/v3, `u32` in v1).
@@ -200,6 +237,175 @@ pub(crate) fn counts<'a>(
         field(PathSeg::Header("tensor_count"), len_field(enc)),
         field(PathSeg::Header("kv_count"), len_field(enc)),
     )
+}
+
+// ----- metadata pair -------------------------------------------------------------------------
+
+/// A pair's key (a string, limits checked).
+pub(crate) fn kv_key<'b>(
+    buf: &'b [u8],
+    enc: Encoding,
+    limits: Limits,
+) -> impl Parser<&'b [u8], Output = &'b [u8], Error = PErr<'b>> {
+    field(PathSeg::Field("key"), checked_string(buf, enc, limits))
+}
+
+/// A pair's value type.
+pub(crate) fn value_type<'a>(
+    enc: Encoding,
+) -> impl Parser<&'a [u8], Output = ValueType, Error = PErr<'a>> {
+    field(PathSeg::Field("type"), type_code(enc))
+}
+
+/// A string value (limits checked).
+pub(crate) fn string_value<'b>(
+    buf: &'b [u8],
+    enc: Encoding,
+    limits: Limits,
+) -> impl Parser<&'b [u8], Output = &'b [u8], Error = PErr<'b>> {
+    checked_string(buf, enc, limits)
+}
+
+/// A fixed-size scalar value of type `ty`, as stored (its bytes).
+pub(crate) fn scalar<'a>(
+    ty: ValueType,
+) -> impl Parser<&'a [u8], Output = &'a [u8], Error = PErr<'a>> {
+    bytes(ty.fixed_size().unwrap_or(1) as u64)
+}
+
+/// An array value's element type (the first field of its head).
+pub(crate) fn array_elem_type<'a>(
+    enc: Encoding,
+) -> impl Parser<&'a [u8], Output = ValueType, Error = PErr<'a>> {
+    field(PathSeg::Field("elem_type"), type_code(enc))
+}
+
+/// An array value's element count (the second field of its head), checked against the limits
+/// before any element is requested: see [`array_len_limit`].
+pub(crate) fn array_count<'b>(
+    buf: &'b [u8],
+    enc: Encoding,
+    limits: Limits,
+    elem_type: ValueType,
+) -> impl Parser<&'b [u8], Output = u64, Error = PErr<'b>> {
+    field(PathSeg::Field("count"), move |i: &'b [u8]| {
+        let (payload, len) = len_field_at(enc, i)?;
+        match array_len_limit(enc, &limits, elem_type, len, offset_in(buf, payload)) {
+            Ok(()) => Ok((payload, len)),
+            Err(kind) => Err(PErr::fail(i, enc.len_size() as u64, kind)),
+        }
+    })
+}
+
+/// The head of an array nested in an array: element type (valid for this version, else
+/// `UnknownValueType` at the type field) and count. Both fields are read before either is
+/// judged; the decoder then applies the profile's rules and [`array_len_limit`].
+pub(crate) fn nested_array_head<'a>(
+    enc: Encoding,
+) -> impl Parser<&'a [u8], Output = (ValueType, u64), Error = PErr<'a>> {
+    move |i: &'a [u8]| {
+        let (rest, (code, len)) = (u32_(enc), len_field(enc)).parse(i)?;
+        match ValueType::from_code(code) {
+            Some(ty) if enc.wide || ty.in_v1() => Ok((rest, (ty, len))),
+            _ => Err(PErr::fail(i, 4, ErrorKind::UnknownValueType { code })),
+        }
+    }
+}
+
+/// Validates an array's declared count (and where its payload would end at the least) as soon
+/// as the array head is read.
+pub(crate) fn array_len_limit(
+    enc: Encoding,
+    limits: &Limits,
+    elem_type: ValueType,
+    len: u64,
+    payload_start: u64,
+) -> Result<(), ErrorKind> {
+    if len > limits.max_array_len {
+        return Err(ErrorKind::ArrayTooLong { len, max: limits.max_array_len });
+    }
+    // Where the payload would end at the least: exactly, for fixed-size elements; for strings
+    // and nested arrays, each element has at least its length (and type) fields.
+    let min_size = match elem_type.fixed_size() {
+        Some(size) => size as u64,
+        None if elem_type == ValueType::String => enc.len_size() as u64,
+        None => 4 + enc.len_size() as u64,
+    };
+    let end = len.checked_mul(min_size).and_then(|n| payload_start.checked_add(n));
+    if end.is_none_or(|end| end > limits.max_header_bytes) {
+        return Err(ErrorKind::HeaderTooLarge { max: limits.max_header_bytes });
+    }
+    Ok(())
+}
+
+// ----- tensor info ---------------------------------------------------------------------------
+
+/// A tensor info's name (a string, limits checked). The name rules run before `n_dims` is
+/// requested.
+pub(crate) fn tensor_name<'b>(
+    buf: &'b [u8],
+    enc: Encoding,
+    limits: Limits,
+) -> impl Parser<&'b [u8], Output = &'b [u8], Error = PErr<'b>> {
+    field(PathSeg::Field("name"), checked_string(buf, enc, limits))
+}
+
+/// A tensor's shape as stored: `n_dims`, then that many dimensions, GGML's `ne` (fastest
+/// varying first).
+#[derive(Debug, Clone)]
+pub(crate) struct RawShape<'a> {
+    /// The dimension fields (`len` × `n_dims` bytes).
+    pub(crate) field: &'a [u8],
+    pub(crate) dims: SmallVec<[u64; 4]>,
+}
+
+/// `n_dims` (at most 4, `GGML_MAX_DIMS`, checked before the dimensions are requested), then
+/// the dimensions.
+pub(crate) fn tensor_shape<'a>(
+    enc: Encoding,
+) -> impl Parser<&'a [u8], Output = RawShape<'a>, Error = PErr<'a>> {
+    move |i: &'a [u8]| {
+        let (at_dims, n_dims) = field(PathSeg::Field("n_dims"), |i: &'a [u8]| {
+            let (rest, n_dims) = u32_(enc).parse(i)?;
+            if n_dims > 4 {
+                return Err(PErr::fail(i, 4, ErrorKind::TooManyDims { n_dims, max: 4 }));
+            }
+            Ok((rest, n_dims))
+        })
+        .parse(i)?;
+        let (rest, dims) = nom::multi::fold(
+            n_dims as usize,
+            len_field(enc),
+            SmallVec::<[u64; 4]>::new,
+            |mut acc, d| {
+                acc.push(d);
+                acc
+            },
+        )
+        .parse(at_dims)?;
+        let field = at_dims.get(..at_dims.len() - rest.len()).unwrap_or_default();
+        Ok((rest, RawShape { field, dims }))
+    }
+}
+
+/// Where a tensor's data is, as stored: its ggml type code and its offset relative to the
+/// data section.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RawPlacement<'a> {
+    /// The `ggml_type` field (4 bytes; the `offset` field follows it).
+    pub(crate) type_field: &'a [u8],
+    pub(crate) ggml_type: u32,
+    pub(crate) offset: u64,
+}
+
+/// `ggml_type` then `offset`.
+pub(crate) fn tensor_placement<'a>(
+    enc: Encoding,
+) -> impl Parser<&'a [u8], Output = RawPlacement<'a>, Error = PErr<'a>> {
+    move |i: &'a [u8]| {
+        let (rest, (ggml_type, offset)) = (u32_(enc), u64_(enc)).parse(i)?;
+        Ok((rest, RawPlacement { type_field: i.get(..4).unwrap_or_default(), ggml_type, offset }))
+    }
 }
 
 #[cfg(test)]

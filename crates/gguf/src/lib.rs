@@ -9,9 +9,10 @@
 //!   vocabulary is one span and a count; strings, arrays and numbers decode on demand.
 //!   Parsing allocates O(key/value pairs + tensors), never per array element, and never in
 //!   proportion to a declared count.
-//! * **A second core for big vocabularies, if asked**: with [`ParseOptions::parallel`], a
-//!   whole-slice parse validates the UTF-8 of string arrays of [`PARALLEL_MIN_ELEMENTS`] or more
-//!   on one scoped helper thread while it walks them, with the same result as on one thread.
+//! * **A grammar you can read**: one named nom parser per on-disk record (`grammar.rs`), the
+//!   profiles' rules beside it (`rules.rs`), and a decoder that is only the state machine
+//!   between them. The vocabulary shared with `.llmw` ([`Finding`], [`Path`], [`Span`],
+//!   [`NameIndex`], the [`HeaderDecoder`] contract) lives in `sipllm-format`, re-exported here.
 //! * **Profiles**: [`Profile::Strict`] (the spec plus safety), [`Profile::LlamaCpp`] (exactly
 //!   what llama.cpp loads) and [`Profile::Lenient`] (read broken files, with warnings).
 //! * **Errors that say where, what and how to fix it**: an absolute offset, a logical path
@@ -67,6 +68,7 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 #![doc(test(attr(deny(warnings))))]
 
+mod array;
 mod ast;
 pub mod builder;
 mod decoder;
@@ -74,11 +76,12 @@ mod error;
 mod ggml;
 mod grammar;
 mod header;
-mod index;
 mod layout;
 mod options;
-mod parallel;
+mod rules;
+mod strings;
 mod value;
+mod value_type;
 mod walk;
 pub mod writer;
 
@@ -87,9 +90,9 @@ pub use decoder::{DEFAULT_ALIGNMENT, Decoder, Event, MAX_WARNINGS, Step};
 pub use error::{Error, ErrorKind, Finding, Kind, Path, PathSeg, StrField, Warning, WarningKind};
 pub use ggml::{GgmlType, SizeError, align_up, tensor_element_count, tensor_nbytes};
 pub use header::{Endian, Header};
-pub use index::NameIndex;
 pub use options::{Limits, ParseOptions, Profile};
-pub use parallel::PARALLEL_MIN_ELEMENTS;
+pub use sipllm_format::NameIndex;
+pub use sipllm_format::{DecoderEvent, HeaderDecoder};
 pub use value::{ArrayIter, ArrayView, Element, MetaStr, MetaValue, Strings, ValueType, Values};
 pub use writer::{GgufWriter, Layout, PADDING_KEY, TensorDesc, WriteError};
 
@@ -114,31 +117,6 @@ pub fn parse_with<B: AsRef<[u8]>>(bytes: B, opts: &ParseOptions) -> Result<Gguf<
 }
 
 /// Decodes the directory of the GGUF at the start of `bytes` (spans only, no bytes kept).
-///
-/// With [`ParseOptions::parallel`] a string array of at least
-/// [`PARALLEL_MIN_ELEMENTS`] elements is validated as UTF-8 on a second, scoped thread while
-/// this one walks it; the result is the same either way.
 pub fn decode(bytes: &[u8], opts: &ParseOptions) -> Result<Directory, Error> {
-    // llama.cpp checks no UTF-8, so under its profile there is nothing for a helper to do.
-    if opts.parallel && opts.profile != Profile::LlamaCpp && bytes.len() >= 2 * parallel::PIECE {
-        parallel::decode(bytes, opts)
-    } else {
-        decode_whole(bytes, opts, None)
-    }
-}
-
-/// Runs a decoder over all of `bytes`, lending it `par`.
-fn decode_whole(
-    bytes: &[u8],
-    opts: &ParseOptions,
-    par: Option<&parallel::Parallel<'_, '_>>,
-) -> Result<Directory, Error> {
-    let mut decoder = Decoder::new(*opts);
-    loop {
-        match decoder.decode_with(bytes, par)?.event {
-            Event::Done => return decoder.finish(),
-            Event::NeedMore { .. } => return Err(decoder.end_of_input(bytes)),
-            _ => {}
-        }
-    }
+    sipllm_format::decode_slice(Decoder::new(*opts), bytes)
 }

@@ -101,15 +101,6 @@ pub struct ParseOptions {
     /// Size of the whole file, when known. Tensor data must then lie inside it (an error
     /// except under [`Profile::Lenient`], where it is a warning).
     pub file_size: Option<u64>,
-    /// Let a whole-slice parse ([`crate::parse_with`], [`crate::decode`]) validate the UTF-8
-    /// of string arrays of at least [`crate::PARALLEL_MIN_ELEMENTS`] elements on a second,
-    /// scoped thread while it walks them. The result is the same either way; on an idle
-    /// machine a vocabulary's strict parse takes about 0.6 of the time (Llama-3-8B header:
-    /// 0.60 → 0.35 ms). Off by default: a new thread must be scheduled before the parse can
-    /// return, and with every core busy that took milliseconds (3.6 ms, against a parse of
-    /// 0.6 ms). Turn it on where a core is likely free, as at a model's start-up. The
-    /// chunk-fed [`crate::Decoder`] never starts a thread.
-    pub parallel: bool,
 }
 
 impl ParseOptions {
@@ -133,12 +124,6 @@ impl ParseOptions {
     /// Enables or disables GGUF v1 reading.
     pub fn with_v1(mut self, allow: bool) -> ParseOptions {
         self.allow_v1 = allow;
-        self
-    }
-
-    /// Allows or forbids a helper thread in a whole-slice parse ([`ParseOptions::parallel`]).
-    pub fn with_parallel(mut self, parallel: bool) -> ParseOptions {
-        self.parallel = parallel;
         self
     }
 
@@ -170,15 +155,6 @@ mod tests {
     // The first pair's value (its length or element type field) starts at 24 (header) + 9
     // (key "s" or "a") + 4 (type).
     const VALUE: u64 = 37;
-
-    /// Starting a thread is the caller's choice (see [`ParseOptions::parallel`]).
-    #[test]
-    fn the_helper_thread_is_opt_in() {
-        assert!(!ParseOptions::default().parallel);
-        let profiles = [Profile::Strict, Profile::LlamaCpp, Profile::Lenient];
-        assert!(profiles.iter().all(|&p| !ParseOptions::new(p).parallel));
-        assert!(ParseOptions::default().with_parallel(true).parallel);
-    }
 
     #[test]
     fn profiles_get_their_limits() {

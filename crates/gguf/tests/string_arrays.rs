@@ -1,8 +1,7 @@
 //! Long string arrays: the decoder walks most of their elements with a speculative fast path
 //! (src/walk.rs) and the rest one at a time. Whatever mix of the two an array gets, the result
 //! must be what a plain element-by-element walk gives: the same strings, and the same error,
-//! at the same element and offset, in any chunking, and with or without the helper thread that
-//! validates arrays of `PARALLEL_MIN_ELEMENTS` or more in a whole-slice parse (src/parallel.rs).
+//! at the same element and offset, whole or in any chunking.
 
 mod arbitrary;
 
@@ -10,15 +9,15 @@ use arbitrary::decode_chunked;
 use proptest::prelude::*;
 use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_gguf::{
-    Directory, Endian, Error, ErrorKind, PARALLEL_MIN_ELEMENTS, ParseOptions, PathSeg, Profile,
-    StrField, ValueType, parse_with,
+    Directory, Endian, Error, ErrorKind, ParseOptions, PathSeg, Profile, StrField, ValueType,
+    parse_with,
 };
 
 const KEY: &str = "tokenizer.ggml.tokens";
 
-/// Elements in the arrays below: enough for a whole-slice parse to start its helper thread.
+/// Elements in the arrays below: long enough for many rounds of the fast path, and for
+/// segments of every length between long strings.
 const N: usize = 80_000;
-const _: () = assert!(N as u64 >= PARALLEL_MIN_ELEMENTS);
 
 /// Offset of the array's first element: header (24), then the key, type, element type, count.
 fn first_element_at() -> u64 {
@@ -47,13 +46,10 @@ fn file(strings: &[Vec<u8>], endian: Endian) -> Vec<u8> {
     GgufBuilder::new().endian(endian).kv(KEY, value).kv("after", Value::Uint32(7)).build()
 }
 
-/// Whole with the helper thread, whole without it, and in 7-byte, 4 KiB, exactly-what-was-asked
-/// and mixed chunks: every result equal (1-byte chunks are too slow at these sizes;
+/// Whole, and in 7-byte, 4 KiB, exactly-what-was-asked and mixed chunks: every result equal (1-byte chunks are too slow at these sizes;
 /// tests/chunking.rs has them on smaller files).
 fn decode_every_way(bytes: &[u8], opts: &ParseOptions) -> Result<Directory, Error> {
-    let whole = sipllm_gguf::decode(bytes, &opts.with_parallel(true));
-    let one_thread = sipllm_gguf::decode(bytes, &opts.with_parallel(false));
-    assert_eq!(format!("{one_thread:?}"), format!("{whole:?}"), "one thread");
+    let whole = sipllm_gguf::decode(bytes, opts);
     for sizes in [&[7][..], &[4096], &[0], &[1, 3000, 17, 65536]] {
         let chunked = decode_chunked(bytes, opts, sizes);
         assert_eq!(format!("{chunked:?}"), format!("{whole:?}"), "chunk sizes {sizes:?}");
@@ -186,9 +182,9 @@ fn truncation_inside_a_long_array_says_what_is_missing() {
     }
 }
 
-/// The helper thread validates the slice in 64 KiB pieces whose cuts it moves past
-/// continuation bytes: a bad byte just before, at or after a cut, a character cut in two by
-/// it, and a valid character across it must all come out as on one thread.
+/// Bytes at every 64 KiB boundary of the input (where the fast path's windows and any
+/// piece-wise validation would cut): a bad byte just before, at or after one, a character cut
+/// in two by it, and a valid character across it are all judged exactly.
 #[test]
 fn bytes_at_the_helpers_piece_cuts_are_judged_exactly() {
     const PIECE: u64 = 64 * 1024;
@@ -221,10 +217,8 @@ fn bytes_at_the_helpers_piece_cuts_are_judged_exactly() {
                 }
                 strings[i] = s;
                 let bytes = file(&strings, Endian::Little);
-                // Chunked parses have no helper: the tests above compare them.
-                let whole = sipllm_gguf::decode(&bytes, &strict().with_parallel(true));
-                let one_thread = sipllm_gguf::decode(&bytes, &strict().with_parallel(false));
-                assert_eq!(format!("{whole:?}"), format!("{one_thread:?}"));
+                // Chunked parses: the tests above compare them.
+                let whole = sipllm_gguf::decode(&bytes, &strict());
                 match (whole, expected) {
                     (Ok(_), None) => {}
                     (Err(err), Some(valid_up_to)) => {
@@ -240,9 +234,9 @@ fn bytes_at_the_helpers_piece_cuts_are_judged_exactly() {
     assert!(checked > 40, "only {checked} cases fell inside strings");
 }
 
-/// The helper runs ahead into whatever follows an array (here floats, whose bytes are not
-/// UTF-8) and is sent on to the next long array: an invalid string there, in the first piece
-/// it shares with the floats, is still found, and the valid file still parses.
+/// Binary data between two long string arrays (here floats, whose bytes are not UTF-8) is
+/// never validated as text: an invalid string in the second array, right after the floats,
+/// is still found, and the valid file still parses.
 #[test]
 fn a_second_long_array_after_binary_data_is_validated_too() {
     let tokens = vocabulary(N, None);
@@ -369,9 +363,9 @@ proptest! {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 
-    /// The same, for arrays long enough for the helper thread, with the arbitrary strings
-    /// anywhere among valid ones: the whole-slice parse, with the helper and without, gives
-    /// the strings back or fails at the first invalid one.
+    /// The same, for long arrays, with the arbitrary strings anywhere among valid ones: the
+    /// whole-slice parse, like a chunked one, gives the strings back or fails at the first
+    /// invalid one.
     #[test]
     fn any_strings_in_a_long_array_parse_back_or_fail_at_the_first_invalid_one(
         units in prop::collection::vec(arb_strings(), 300..1_500),
@@ -384,9 +378,9 @@ proptest! {
         let strings = [&filler[..before], &units.concat(), &filler[before..]].concat();
         let bytes = file(&strings, endian);
         let opts = ParseOptions::new(profile);
-        let whole = sipllm_gguf::decode(&bytes, &opts.with_parallel(true));
-        let one_thread = sipllm_gguf::decode(&bytes, &opts.with_parallel(false));
-        prop_assert_eq!(format!("{whole:?}"), format!("{one_thread:?}"));
+        let whole = sipllm_gguf::decode(&bytes, &opts);
+        let chunked = decode_chunked(&bytes, &opts, &[4096]);
+        prop_assert_eq!(format!("{whole:?}"), format!("{chunked:?}"));
         let first_invalid = strings.iter().position(|s| std::str::from_utf8(s).is_err());
         match (whole, first_invalid, profile) {
             (Ok(dir), None, _) => prop_assert!(dir.warnings().is_empty()),

@@ -11,20 +11,13 @@ use std::fmt;
 use nom::Parser;
 use smallvec::SmallVec;
 
-use sipllm_gguf::{GgmlType, NameIndex};
+use sipllm_format::NameIndex;
+use sipllm_gguf::GgmlType;
 
 use crate::error::{Error, ErrorKind, Path};
 use crate::grammar;
 use crate::value::{MetaType, MetaValue, Numbers, StrArray};
 use crate::{ALIGNMENT, Span};
-
-pub(crate) fn span(offset: u64, len: u64) -> Span {
-    Span { offset, len }
-}
-
-pub(crate) fn between(start: u64, end: u64) -> Span {
-    Span { offset: start, len: end.saturating_sub(start) }
-}
 
 /// The fixed 16-byte header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -130,7 +123,7 @@ impl TensorInfo {
 
     /// The data's absolute byte range.
     pub fn data_span(&self) -> Span {
-        span(self.offset, self.nbytes)
+        Span::new(self.offset, self.nbytes)
     }
 
     /// Number of elements (product of the dimensions; validated not to overflow).

@@ -1,27 +1,30 @@
-//! The sans-I/O decoder: fed bytes, it parses one item per call (contract on [`Decoder`]).
+//! The sans-I/O decoder: the state machine that runs the grammar ([`crate::grammar`]) one
+//! record at a time over the bytes received so far, applies the checks ([`crate::rules`])
+//! between fields, and commits each finished record to the directory.
+//!
+//! States: `Header` → `Meta` (one entry per call; a string array moves to `Strings` until
+//! its last element has arrived) → `Tensor` (one info per call) → `Padding` → `Done`. A call
+//! either completes an item (and commits it), consumes the complete elements of a string
+//! array, or returns `NeedMore` having changed nothing else, so the next call resumes at the
+//! same item.
 
 use nom::Parser;
-use smallvec::SmallVec;
 
-use sipllm_gguf::{GgmlType, NameIndex, SizeError, align_up, tensor_nbytes};
+use sipllm_format::got;
+use sipllm_format::grammar::{lift, offset_in, span_in, to_finding};
+use sipllm_format::{DecoderEvent, HeaderDecoder, NameIndex};
+use sipllm_gguf::align_up;
 
-use crate::ast::{Directory, Header, MetaInfo, TensorInfo, between, span};
+use crate::ast::{Directory, Header, MetaInfo, TensorInfo};
 use crate::error::{Error, ErrorKind, Path, PathSeg, StrField};
-use crate::grammar::{self, PErr, PResult};
-use crate::options::{Limits, ParseOptions};
+use crate::grammar;
+use crate::options::ParseOptions;
+use crate::rules;
 use crate::value::MetaType;
-use crate::{ALIGNMENT, MAGIC, Span};
+use crate::{ALIGNMENT, Span};
 
-/// What one [`Decoder::decode`] call did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Step {
-    /// Bytes consumed by this call (the position advanced by this much). May be non-zero with
-    /// [`Event::NeedMore`]: the complete elements of a string array are consumed as they
-    /// arrive.
-    pub consumed: u64,
-    /// What happened.
-    pub event: Event,
-}
+/// What one [`Decoder::decode`] call did: bytes consumed, and the [`Event`].
+pub type Step = sipllm_format::Step<Event>;
 
 /// The item a [`Decoder::decode`] call completed, or what it is waiting for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +64,8 @@ pub enum Event {
 /// least; append them (or more) and call again. When the input has really ended, call
 /// [`Decoder::end_of_input`] for the truncation error.
 ///
-/// This is the contract of `sipllm_gguf::Decoder`, so one driver loop serves both formats.
+/// This is the shared contract of both formats ([`HeaderDecoder`], which this implements),
+/// so one driver loop serves both.
 ///
 /// The decoder keeps no borrow of `buf` between calls, so the caller may grow (reallocate) it
 /// freely. Looking back into `buf` is what lets duplicate keys and names be detected without
@@ -119,98 +123,56 @@ struct PendingStrings {
     payload_start: u64,
 }
 
-/// A parse result lifted out of nom: a value with the remaining input, or "need more".
-enum Got<'b, T> {
-    Value(&'b [u8], T),
-    Need(u64),
-}
-
-/// Absolute offset of `sub` (a subslice of `buf`) in `buf`.
-fn offset_in(buf: &[u8], sub: &[u8]) -> u64 {
-    (sub.as_ptr() as usize).saturating_sub(buf.as_ptr() as usize) as u64
-}
-
-fn lift<'b, T>(
-    buf: &'b [u8],
-    res: PResult<'b, T>,
-    path: impl FnOnce() -> Path,
-) -> Result<Got<'b, T>, Error> {
-    match res {
-        Ok((rest, v)) => Ok(Got::Value(rest, v)),
-        Err(nom::Err::Incomplete(nom::Needed::Size(n))) => Ok(Got::Need(n.get() as u64)),
-        Err(nom::Err::Incomplete(nom::Needed::Unknown)) => Ok(Got::Need(1)),
-        Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(perr_to_error(buf, e, path())),
-    }
-}
-
-fn perr_to_error(buf: &[u8], e: PErr<'_>, path: Path) -> Error {
-    let kind = e.kind.unwrap_or(ErrorKind::Misuse { reason: "grammar mismatch" });
-    Error::new(kind, offset_in(buf, e.at), e.len, path)
-}
-
-/// Unwraps a [`Got`], returning `NeedMore` from the enclosing function when bytes are missing.
-macro_rules! got {
-    ($e:expr) => {
-        match $e? {
-            Got::Value(rest, v) => (rest, v),
-            Got::Need(n) => return Ok(Event::NeedMore { needed: n }),
-        }
-    };
-}
-
-/// A string whose declared length is checked against the limits before its bytes are
-/// requested: the string limit, and the header limit on where the string would end. Errors
-/// point at the 4-byte length field.
-fn checked_string<'b>(
-    buf: &'b [u8],
-    limits: Limits,
-) -> impl Parser<&'b [u8], Output = &'b [u8], Error = PErr<'b>> {
-    move |i: &'b [u8]| {
-        let (rest, len) = grammar::u32_().parse(i)?;
-        if len > limits.max_string_len {
-            return Err(PErr::fail(
-                i,
-                4,
-                ErrorKind::StringTooLong { len, max: limits.max_string_len },
-            ));
-        }
-        if offset_in(buf, rest).saturating_add(len.into()) > limits.max_header_bytes {
-            return Err(PErr::fail(
-                i,
-                4,
-                ErrorKind::HeaderTooLarge { max: limits.max_header_bytes },
-            ));
-        }
-        grammar::bytes(len.into()).parse(rest)
-    }
-}
-
-/// The UTF-8 check of a string at absolute `at`: the error points at the first invalid byte.
-fn check_utf8(
-    s: &[u8],
-    at: u64,
-    field: StrField,
-    path: impl FnOnce() -> Path,
-) -> Result<(), Error> {
-    if simdutf8::basic::from_utf8(s).is_ok() {
-        return Ok(());
-    }
-    let valid_up_to = std::str::from_utf8(s).err().map_or(0, |e| e.valid_up_to()) as u64;
-    Err(Error::new(
-        ErrorKind::InvalidUtf8 { field, valid_up_to },
-        at.saturating_add(valid_up_to),
-        1,
-        path(),
-    ))
-}
-
 /// Item counts are at most `u32::MAX` (they come from `u32` header fields).
 fn index_u32(len: usize) -> u32 {
     u32::try_from(len).unwrap_or(u32::MAX)
 }
 
-fn lossy(bytes: &[u8]) -> Box<str> {
-    String::from_utf8_lossy(bytes).into()
+fn name_of(buf: &[u8], s: Option<Span>) -> Option<Box<str>> {
+    s.and_then(|s| s.slice(buf)).map(|b| String::from_utf8_lossy(b).into())
+}
+
+fn meta_path(buf: &[u8], index: u32, key: Option<Span>) -> Path {
+    Path::root().with(PathSeg::Metadata { index: index.into(), key: name_of(buf, key) })
+}
+
+fn tensor_path(buf: &[u8], index: u32, name: Option<Span>) -> Path {
+    Path::root().with(PathSeg::Tensor { index: index.into(), name: name_of(buf, name) })
+}
+
+fn misuse(reason: &'static str, at: u64) -> Error {
+    Error::new(ErrorKind::Misuse { reason }, at, 0, Path::root())
+}
+
+impl DecoderEvent for Event {
+    fn needed(&self) -> Option<u64> {
+        match *self {
+            Event::NeedMore { needed } => Some(needed),
+            _ => None,
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        matches!(self, Event::Done)
+    }
+}
+
+impl HeaderDecoder for Decoder {
+    type Event = Event;
+    type Directory = Directory;
+    type Error = Error;
+
+    fn decode(&mut self, buf: &[u8]) -> Result<Step, Error> {
+        Decoder::decode(self, buf)
+    }
+
+    fn end_of_input(&self, buf: &[u8]) -> Error {
+        Decoder::end_of_input(self, buf)
+    }
+
+    fn finish(self) -> Result<Directory, Error> {
+        Decoder::finish(self)
+    }
 }
 
 impl Decoder {
@@ -269,12 +231,7 @@ impl Decoder {
         let start = self.pos;
         if (buf.len() as u64) < self.pos {
             self.state = State::Failed;
-            return Err(Error::new(
-                ErrorKind::Misuse { reason: "the buffer shrank between calls" },
-                self.pos,
-                0,
-                Path::root(),
-            ));
+            return Err(misuse("the buffer shrank between calls", self.pos));
         }
         let res = match self.state {
             State::Header => self.step_header(buf),
@@ -283,14 +240,7 @@ impl Decoder {
             State::Tensor => self.step_tensor(buf),
             State::Padding => self.step_padding(buf),
             State::Done => Ok(Event::Done),
-            State::Failed => {
-                return Err(Error::new(
-                    ErrorKind::Misuse { reason: "decode called after an error" },
-                    self.pos,
-                    0,
-                    Path::root(),
-                ));
-            }
+            State::Failed => return Err(misuse("decode called after an error", self.pos)),
         };
         match res {
             Ok(event) => {
@@ -318,19 +268,15 @@ impl Decoder {
                 8..12 => "tensor_count",
                 _ => "meta_count",
             })),
-            State::Meta => Self::meta_path(buf, index_u32(self.meta.len()), self.peek(buf)),
+            State::Meta => meta_path(buf, index_u32(self.meta.len()), self.peek(buf)),
             State::Strings(p) => {
-                Self::meta_path(buf, p.index, Some(p.key)).with(PathSeg::Element(p.next.into()))
+                meta_path(buf, p.index, Some(p.key)).with(PathSeg::Element(p.next.into()))
             }
-            State::Tensor => Self::tensor_path(buf, index_u32(self.tensors.len()), self.peek(buf)),
+            State::Tensor => tensor_path(buf, index_u32(self.tensors.len()), self.peek(buf)),
             State::Padding => Path::root().with(PathSeg::Padding),
             State::Done | State::Failed => {
-                return Error::new(
-                    ErrorKind::Misuse { reason: "end_of_input called when no input was needed" },
-                    buf.len() as u64,
-                    0,
-                    Path::root(),
-                );
+                let reason = "end_of_input called when no input was needed";
+                return misuse(reason, buf.len() as u64);
             }
         };
         Error::new(ErrorKind::UnexpectedEof { needed }, buf.len() as u64, 0, path)
@@ -339,12 +285,7 @@ impl Decoder {
     /// The decoded directory. Only after [`Event::Done`].
     pub fn finish(self) -> Result<Directory, Error> {
         let (State::Done, Some(header)) = (&self.state, self.header) else {
-            return Err(Error::new(
-                ErrorKind::Misuse { reason: "finish called before Done" },
-                self.pos,
-                0,
-                Path::root(),
-            ));
+            return Err(misuse("finish called before Done", self.pos));
         };
         Ok(Directory {
             header,
@@ -366,19 +307,7 @@ impl Decoder {
     /// The string at the current position, if its bytes are all present (for error paths).
     fn peek(&self, buf: &[u8]) -> Option<Span> {
         let (_, s) = grammar::string().parse(self.rest(buf)).ok()?;
-        Some(span(offset_in(buf, s), s.len() as u64))
-    }
-
-    fn name_of(buf: &[u8], s: Option<Span>) -> Option<Box<str>> {
-        s.and_then(|s| s.slice(buf)).map(lossy)
-    }
-
-    fn meta_path(buf: &[u8], index: u32, key: Option<Span>) -> Path {
-        Path::root().with(PathSeg::Metadata { index: index.into(), key: Self::name_of(buf, key) })
-    }
-
-    fn tensor_path(buf: &[u8], index: u32, name: Option<Span>) -> Path {
-        Path::root().with(PathSeg::Tensor { index: index.into(), name: Self::name_of(buf, name) })
+        Some(span_in(buf, s))
     }
 
     /// Where the decoder goes after finishing an item.
@@ -396,41 +325,14 @@ impl Decoder {
     // ----- header --------------------------------------------------------------------------
 
     fn step_header(&mut self, buf: &[u8]) -> Result<Event, Error> {
-        let field = |name| move || Path::root().with(PathSeg::Header(name));
         let limits = self.opts.limits;
         let i = self.rest(buf);
-        let (rest, magic) = got!(lift(buf, grammar::magic().parse(i), field("magic")));
-        if magic != MAGIC {
-            return Err(Error::new(ErrorKind::BadMagic { found: magic }, 0, 4, field("magic")()));
-        }
-        let (rest, version) = got!(lift(buf, grammar::u32_().parse(rest), field("version")));
-        if !(1..=2).contains(&version) {
-            return Err(Error::new(
-                ErrorKind::UnsupportedVersion { version },
-                4,
-                4,
-                field("version")(),
-            ));
-        }
-        let (rest, tensor_count) =
-            got!(lift(buf, grammar::u32_().parse(rest), field("tensor_count")));
-        if tensor_count > limits.max_tensor_count {
-            return Err(Error::new(
-                ErrorKind::TooManyTensors { count: tensor_count, max: limits.max_tensor_count },
-                8,
-                4,
-                field("tensor_count")(),
-            ));
-        }
-        let (rest, meta_count) = got!(lift(buf, grammar::u32_().parse(rest), field("meta_count")));
-        if meta_count > limits.max_meta_count {
-            return Err(Error::new(
-                ErrorKind::TooManyMeta { count: meta_count, max: limits.max_meta_count },
-                12,
-                4,
-                field("meta_count")(),
-            ));
-        }
+        let (i, ()) = got!(Event, lift(buf, grammar::magic().parse(i), Path::root));
+        let (i, version) = got!(Event, lift(buf, grammar::version().parse(i), Path::root));
+        let count = grammar::tensor_count(limits).parse(i);
+        let (i, tensor_count) = got!(Event, lift(buf, count, Path::root));
+        let count = grammar::meta_count(limits).parse(i);
+        let (rest, meta_count) = got!(Event, lift(buf, count, Path::root));
         self.header = Some(Header { version, tensor_count, meta_count });
         self.pos = offset_in(buf, rest);
         self.state = self.next_section();
@@ -439,87 +341,48 @@ impl Decoder {
 
     // ----- metadata ------------------------------------------------------------------------
 
-    fn check_array_len(&self, len: u32, at: u64, path: impl FnOnce() -> Path) -> Result<(), Error> {
-        let max = self.opts.limits.max_array_len;
-        if len > max {
-            return Err(Error::new(ErrorKind::ArrayTooLong { len, max }, at, 4, path()));
-        }
-        Ok(())
-    }
-
     fn step_meta(&mut self, buf: &[u8]) -> Result<Event, Error> {
         let index = index_u32(self.meta.len());
         let limits = self.opts.limits;
         let version = self.header.map_or(1, |h| h.version);
         let start = self.pos;
-        let i = self.rest(buf);
 
-        let (rest, key) = got!(lift(buf, checked_string(buf, limits).parse(i), || {
-            Self::meta_path(buf, index, None).with(PathSeg::Field("key"))
-        }));
-        let key_span = span(offset_in(buf, key), key.len() as u64);
-        let path = || Self::meta_path(buf, index, Some(key_span));
-        let key_path = || path().with(PathSeg::Field("key"));
-        if key.is_empty() {
-            return Err(Error::new(ErrorKind::EmptyKey, start, 4, key_path()));
-        }
-        check_utf8(key, key_span.offset, StrField::Key, key_path)?;
+        let no_key = || meta_path(buf, index, None);
+        let key = grammar::meta_key(buf, limits).parse(self.rest(buf));
+        let (rest, key) = got!(Event, lift(buf, key, no_key));
+        let key_span = span_in(buf, key);
+        let path = || meta_path(buf, index, Some(key_span));
         let meta = &self.meta;
         let resolve =
             |i: u32| meta.get(i as usize).and_then(|m| m.key.slice(buf)).unwrap_or_default();
-        if let Some(first) = self.keys.find(key, resolve) {
-            return Err(Error::new(
-                ErrorKind::DuplicateKey { first },
-                key_span.offset,
-                key_span.len,
-                key_path(),
-            ));
-        }
+        let first = self.keys.find(key, resolve);
+        rules::key(key, key_span, start, first, || path().with(PathSeg::Field("key")))?;
 
         let tag_at = offset_in(buf, rest);
         let tag_path = || path().with(PathSeg::Field("tag"));
-        let (rest, tag) = got!(lift(buf, grammar::u8_().parse(rest), tag_path));
-        let Some(meta_type) = MetaType::from_tag(tag) else {
-            return Err(Error::new(ErrorKind::UnknownTag { tag }, tag_at, 1, tag_path()));
-        };
-        if meta_type.min_version() > version {
-            return Err(Error::new(ErrorKind::ArrayInVersion1 { tag }, tag_at, 1, tag_path()));
-        }
-
-        let value_at = offset_in(buf, rest);
+        let (rest, tag) = got!(Event, lift(buf, grammar::meta_tag().parse(rest), tag_path));
+        let meta_type = rules::tag(tag, version, tag_at, tag_path)?;
         let value_path = || path().with(PathSeg::Field("value"));
-        let count_path = || path().with(PathSeg::Field("count"));
         let (rest, value, count) = match meta_type {
             MetaType::I64 | MetaType::F64 => {
-                let (rest, _) = got!(lift(buf, grammar::bytes(8).parse(rest), value_path));
-                (rest, span(value_at, 8), 1)
+                let (rest, v) = got!(Event, lift(buf, grammar::number().parse(rest), value_path));
+                (rest, span_in(buf, v), 1)
             }
             MetaType::Str => {
-                let (rest, s) =
-                    got!(lift(buf, checked_string(buf, limits).parse(rest), value_path));
-                let s_span = span(offset_in(buf, s), s.len() as u64);
-                check_utf8(s, s_span.offset, StrField::Value, value_path)?;
+                let s = grammar::string_value(buf, limits).parse(rest);
+                let (rest, s) = got!(Event, lift(buf, s, path));
+                let s_span = span_in(buf, s);
+                rules::utf8(s, s_span.offset, StrField::Value, value_path)?;
                 (rest, s_span, 1)
             }
             MetaType::I64Array | MetaType::F64Array => {
-                let (payload, len) = got!(lift(buf, grammar::u32_().parse(rest), count_path));
-                self.check_array_len(len, value_at, count_path)?;
-                let payload_start = offset_in(buf, payload);
-                let size = u64::from(len) * 8;
-                if payload_start.saturating_add(size) > limits.max_header_bytes {
-                    return Err(Error::new(
-                        ErrorKind::HeaderTooLarge { max: limits.max_header_bytes },
-                        value_at,
-                        4,
-                        count_path(),
-                    ));
-                }
-                let (rest, _) = got!(lift(buf, grammar::bytes(size).parse(payload), value_path));
-                (rest, span(payload_start, size), len)
+                let array = grammar::number_array(buf, limits).parse(rest);
+                let (rest, (payload, len)) = got!(Event, lift(buf, array, path));
+                (rest, span_in(buf, payload), len)
             }
             MetaType::StrArray => {
-                let (payload, len) = got!(lift(buf, grammar::u32_().parse(rest), count_path));
-                self.check_array_len(len, value_at, count_path)?;
+                let count = grammar::array_count(limits).parse(rest);
+                let (payload, len) = got!(Event, lift(buf, count, path));
                 // The array head is committed now; its elements are consumed as they arrive.
                 let pending = PendingStrings {
                     index,
@@ -537,6 +400,7 @@ impl Decoder {
         Ok(Event::Meta { index })
     }
 
+    /// Commits a finished entry: its record and its key in the index.
     #[allow(clippy::too_many_arguments)]
     fn commit_meta(
         &mut self,
@@ -549,7 +413,7 @@ impl Decoder {
         end: u64,
     ) {
         let index = index_u32(self.meta.len());
-        self.meta.push(MetaInfo { span: between(start, end), key, meta_type, value, count });
+        self.meta.push(MetaInfo { span: Span::between(start, end), key, meta_type, value, count });
         let meta = &self.meta;
         let resolve =
             |i: u32| meta.get(i as usize).and_then(|m| m.key.slice(buf)).unwrap_or_default();
@@ -558,17 +422,18 @@ impl Decoder {
         self.state = self.next_section();
     }
 
-    /// Consumes the complete string elements `buf` holds: the hot loop of a vocabulary.
+    /// Consumes the complete string elements `buf` holds: the hot loop of a vocabulary (a
+    /// plain loop: `.llmw` vocabularies are the engine's own, small and short).
     fn step_strings(&mut self, buf: &[u8], mut p: PendingStrings) -> Result<Event, Error> {
         let limits = self.opts.limits;
         let mut i = self.rest(buf);
         let elem_path = |p: &PendingStrings| {
-            Self::meta_path(buf, p.index, Some(p.key)).with(PathSeg::Element(p.next.into()))
+            meta_path(buf, p.index, Some(p.key)).with(PathSeg::Element(p.next.into()))
         };
         while p.next < p.len {
-            match checked_string(buf, limits).parse(i) {
+            match grammar::checked_string(buf, limits).parse(i) {
                 Ok((rest, s)) => {
-                    check_utf8(s, offset_in(buf, s), StrField::Value, || elem_path(&p))?;
+                    rules::utf8(s, offset_in(buf, s), StrField::Value, || elem_path(&p))?;
                     i = rest;
                     p.next += 1;
                 }
@@ -582,12 +447,12 @@ impl Decoder {
                     return Ok(Event::NeedMore { needed });
                 }
                 Err(nom::Err::Error(e) | nom::Err::Failure(e)) => {
-                    return Err(perr_to_error(buf, e, elem_path(&p)));
+                    return Err(to_finding(buf, e, elem_path(&p)));
                 }
             }
         }
         let end = offset_in(buf, i);
-        let value = between(p.payload_start, end);
+        let value = Span::between(p.payload_start, end);
         self.commit_meta(buf, p.start, p.key, MetaType::StrArray, value, p.len, end);
         Ok(Event::Meta { index: p.index })
     }
@@ -598,128 +463,44 @@ impl Decoder {
         let index = index_u32(self.tensors.len());
         let limits = self.opts.limits;
         let start = self.pos;
-        let i = self.rest(buf);
 
-        let (rest, name) = got!(lift(buf, checked_string(buf, limits).parse(i), || {
-            Self::tensor_path(buf, index, None).with(PathSeg::Field("name"))
-        }));
-        let name_span = span(offset_in(buf, name), name.len() as u64);
-        let path = || Self::tensor_path(buf, index, Some(name_span));
-        let field = |f: &'static str| move || path().with(PathSeg::Field(f));
-        if name.is_empty() {
-            return Err(Error::new(ErrorKind::EmptyTensorName, start, 4, field("name")()));
-        }
-        check_utf8(name, name_span.offset, StrField::TensorName, field("name"))?;
+        let no_name = || tensor_path(buf, index, None);
+        let name = grammar::tensor_name(buf, limits).parse(self.rest(buf));
+        let (rest, name) = got!(Event, lift(buf, name, no_name));
+        let name_span = span_in(buf, name);
+        let path = || tensor_path(buf, index, Some(name_span));
+        let field = |f: &'static str| path().with(PathSeg::Field(f));
         let tensors = &self.tensors;
         let resolve =
             |i: u32| tensors.get(i as usize).and_then(|t| t.name.slice(buf)).unwrap_or_default();
-        if let Some(first) = self.names.find(name, resolve) {
-            return Err(Error::new(
-                ErrorKind::DuplicateTensor { first },
-                name_span.offset,
-                name_span.len,
-                field("name")(),
-            ));
-        }
+        let first = self.names.find(name, resolve);
+        rules::tensor_name(name, name_span, start, first, || field("name"))?;
 
         let dtype_at = offset_in(buf, rest);
-        let (rest, code) = got!(lift(buf, grammar::u32_().parse(rest), field("dtype")));
-        let dtype = GgmlType::from_code(code);
-        match dtype {
-            GgmlType::Unknown(code) => {
-                let kind = ErrorKind::UnknownDtype { code };
-                return Err(Error::new(kind, dtype_at, 4, field("dtype")()));
-            }
-            GgmlType::Removed(code) => {
-                let kind = ErrorKind::RemovedDtype { code, name: dtype.name() };
-                return Err(Error::new(kind, dtype_at, 4, field("dtype")()));
-            }
-            _ => {}
-        }
+        let (rest, code) = got!(Event, lift(buf, grammar::dtype().parse(rest), || field("dtype")));
+        let dtype = rules::dtype(code, dtype_at, || field("dtype"))?;
 
-        let n_dims_at = offset_in(buf, rest);
-        let (rest, n_dims) = got!(lift(buf, grammar::u32_().parse(rest), field("n_dims")));
-        if !(1..=4).contains(&n_dims) {
-            let kind = ErrorKind::BadDimCount { n_dims };
-            return Err(Error::new(kind, n_dims_at, 4, field("n_dims")()));
-        }
-        let dims_at = offset_in(buf, rest);
-        let (rest, dims) = got!(lift(
-            buf,
-            nom::multi::fold(
-                n_dims as usize,
-                grammar::u64_(),
-                SmallVec::<[u64; 4]>::new,
-                |mut acc, d| {
-                    acc.push(d);
-                    acc
-                },
-            )
-            .parse(rest),
-            field("dims")
-        ));
-        let dim_at = |j: usize| dims_at + 8 * j as u64;
-        let dim_path = |j: usize| path().with(PathSeg::RowMajorDim(j as u32));
-        if let Some(j) = dims.iter().position(|&d| d == 0) {
-            return Err(Error::new(ErrorKind::ZeroDim, dim_at(j), 8, dim_path(j)));
-        }
-        let gguf_dims: SmallVec<[u64; 4]> = dims.iter().rev().copied().collect();
-        let dims_len = 8 * dims.len() as u64;
-        let expected = match tensor_nbytes(dtype, &gguf_dims) {
-            Ok(n) => n,
-            Err(SizeError::NotBlockMultiple { ne0, block_size, ty }) => {
-                let last = dims.len().saturating_sub(1);
-                let kind = ErrorKind::NotBlockMultiple { row_len: ne0, block_size, dtype: ty };
-                return Err(Error::new(kind, dim_at(last), 8, dim_path(last)));
-            }
-            Err(SizeError::ElementCountOverflow) => {
-                let kind = ErrorKind::ElementCountOverflow;
-                return Err(Error::new(kind, dims_at, dims_len, field("dims")()));
-            }
-            Err(SizeError::UnsizedType(_)) => {
-                // Removed and unknown codes were rejected above.
-                let kind = ErrorKind::UnknownDtype { code };
-                return Err(Error::new(kind, dtype_at, 4, field("dtype")()));
-            }
-            // `SizeError` is non-exhaustive: anything else is a size that cannot be stored.
-            Err(_) => {
-                let kind = ErrorKind::ByteSizeOverflow;
-                return Err(Error::new(kind, dims_at, dims_len, field("dims")()));
-            }
-        };
+        let (rest, shape) = got!(Event, lift(buf, grammar::tensor_shape().parse(rest), path));
+        let dims_at = offset_in(buf, shape.field);
+        let dim_path = |j: usize| path().with(PathSeg::Indexed { field: "dims", index: j as u32 });
+        let expected = rules::shape(&shape.dims, dims_at, dtype, code, dtype_at, dim_path, field)?;
 
         let offset_at = offset_in(buf, rest);
-        let (rest, offset) = got!(lift(buf, grammar::u64_().parse(rest), field("offset")));
-        let offset_err = |kind| Error::new(kind, offset_at, 8, field("offset")());
-        if !offset.is_multiple_of(ALIGNMENT) {
-            return Err(offset_err(ErrorKind::Misaligned { offset }));
-        }
-        if let Some(prev) = self.tensors.last() {
-            let previous_end = prev.offset.saturating_add(prev.nbytes);
-            if offset < prev.offset {
-                return Err(offset_err(ErrorKind::OutOfOrder { offset, previous: prev.offset }));
-            }
-            if offset < previous_end {
-                return Err(offset_err(ErrorKind::Overlap { offset, previous_end }));
-            }
-        }
+        let parsed = grammar::tensor_offset().parse(rest);
+        let (rest, offset) = got!(Event, lift(buf, parsed, || field("offset")));
+        rules::offset(offset, self.tensors.last(), offset_at, || field("offset"))?;
 
         let size_at = offset_in(buf, rest);
-        let (rest, declared) = got!(lift(buf, grammar::u64_().parse(rest), field("size")));
-        if declared != expected {
-            let kind = ErrorKind::SizeMismatch { declared, expected };
-            return Err(Error::new(kind, size_at, 8, field("size")()));
-        }
-        if offset.checked_add(declared).is_none() {
-            return Err(offset_err(ErrorKind::OffsetOverflow));
-        }
+        let (rest, declared) =
+            got!(Event, lift(buf, grammar::tensor_size().parse(rest), || field("size")));
+        rules::size(declared, expected, offset, size_at, offset_at, field)?;
 
         let end = offset_in(buf, rest);
         self.tensors.push(TensorInfo {
-            span: between(start, end),
+            span: Span::between(start, end),
             name: name_span,
             dtype,
-            dims,
+            dims: shape.dims,
             offset,
             nbytes: declared,
         });
@@ -754,30 +535,22 @@ impl Decoder {
             if (buf.len() as u64) < data_start {
                 return Ok(Event::NeedMore { needed: data_start - buf.len() as u64 });
             }
-            let pad = between(directory_end, data_start).slice(buf).unwrap_or_default();
-            if let Some((j, &value)) = pad.iter().enumerate().find(|(_, b)| **b != 0) {
-                let kind = ErrorKind::NonZeroPadding { value };
-                return Err(Error::new(kind, directory_end + j as u64, 1, path()));
-            }
-            let offset_path = |i: usize, t: &TensorInfo| {
-                Self::tensor_path(buf, index_u32(i), Some(t.name)).with(PathSeg::Field("offset"))
+            let pad = Span::between(directory_end, data_start).slice(buf).unwrap_or_default();
+            let tensors = &self.tensors;
+            let offset_path = |i: usize| {
+                let name = tensors.get(i).map(|t| t.name);
+                tensor_path(buf, index_u32(i), name).with(PathSeg::Field("offset"))
             };
-            // Offsets increase in directory order, so the first tensor starts lowest.
-            if let Some(first) = self.tensors.first()
-                && first.offset < data_start
-            {
-                let kind = ErrorKind::BeforeDataSection { offset: first.offset, data_start };
-                return Err(Error::new(kind, first.offset_field(), 8, offset_path(0, first)));
-            }
-            if let Some(file_size) = self.opts.file_size {
-                for (i, t) in self.tensors.iter().enumerate() {
-                    let end = t.offset.saturating_add(t.nbytes);
-                    if end > file_size {
-                        let kind = ErrorKind::OutOfBounds { end, file_size };
-                        return Err(Error::new(kind, t.offset_field(), 8, offset_path(i, t)));
-                    }
-                }
-            }
+            let file_size = self.opts.file_size;
+            rules::data_section(
+                pad,
+                directory_end,
+                data_start,
+                tensors,
+                file_size,
+                path,
+                offset_path,
+            )?;
             self.pos = data_start;
         }
         self.directory_end = directory_end;

@@ -6,19 +6,19 @@
 //! **how to fix it** ([`Error::help`]). The format is strict and has no warnings: a file is
 //! valid or it is rejected with the first problem in file order.
 //!
-//! The design mirrors `sipllm_gguf::Error`; the types are separate because a `.llmw` path has
-//! its own segments (row-major `dims[j]`, not GGUF's `ne[j]`) and the GGUF path cannot be built
-//! outside its crate.
+//! The shape is the one both formats share (`sipllm_format`): the same [`Finding`], [`Path`]
+//! and rendering as GGUF's errors; the kinds are `.llmw`'s own.
 
 use std::fmt;
 
+pub use sipllm_format::{Finding, Path, PathSeg};
 use sipllm_gguf::GgmlType;
 
 /// A fatal parse error: the bytes are not a valid `.llmw` file (or not under these limits).
 ///
-/// The same [`Finding`](sipllm_gguf::Finding) as the GGUF parser's errors: kind, absolute byte
+/// The same [`Finding`] as the GGUF parser's errors: kind, absolute byte
 /// range, logical path, stable code and help.
-pub type Error = sipllm_gguf::Finding<ErrorKind>;
+pub type Error = Finding<ErrorKind>;
 
 /// Which string a UTF-8 problem was found in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -426,11 +426,13 @@ impl ErrorKind {
     }
 }
 
-/// Paths are the GGUF parser's: the same segments and rendering (a `.llmw` dimension is a
-/// [`PathSeg::RowMajorDim`], `dims[j]`), so both formats' errors read alike.
-pub use sipllm_gguf::{Path, PathSeg};
+impl sipllm_format::grammar::Misuse for ErrorKind {
+    fn misuse(reason: &'static str) -> ErrorKind {
+        ErrorKind::Misuse { reason }
+    }
+}
 
-impl sipllm_gguf::Kind for ErrorKind {
+impl sipllm_format::Kind for ErrorKind {
     fn code(&self) -> &'static str {
         ErrorKind::code(self)
     }
@@ -444,13 +446,13 @@ impl sipllm_gguf::Kind for ErrorKind {
 mod tests {
     use super::*;
 
-    /// The shared `Path` is tested where it lives (sipllm-gguf); `.llmw` adds only its
-    /// row-major `dims[j]` segment.
+    /// The shared `Path` is tested where it lives (sipllm-format); `.llmw` names its
+    /// row-major dimensions `dims[j]`.
     #[test]
     fn row_major_dims_render_as_dims() {
         let p = Path::root()
             .with(PathSeg::Tensor { index: 7, name: Some("blk.0.attn_q.weight".into()) })
-            .with(PathSeg::RowMajorDim(1));
+            .with(PathSeg::Indexed { field: "dims", index: 1 });
         assert_eq!(p.to_string(), "tensor[7] \"blk.0.attn_q.weight\" dims[1]");
     }
 

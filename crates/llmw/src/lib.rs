@@ -10,8 +10,12 @@
 //! * **No `unsafe`; no I/O in the parser**: bytes in, a typed AST or an error out. Only the
 //!   [`writer`] module does I/O (a test enforces this).
 //! * **One decoder for every input shape**: [`Decoder`] is fed bytes in chunks of any size with
-//!   exactly the contract of `sipllm_gguf::Decoder`; [`parse`] runs the same decoder over a
-//!   whole slice, so chunked and whole results are identical by construction.
+//!   the contract both formats share ([`HeaderDecoder`], as `sipllm_gguf::Decoder`); [`parse`]
+//!   runs the same decoder over a whole slice, so chunked and whole results are identical by
+//!   construction.
+//! * **The same shape as `sipllm-gguf`**: one named nom parser per on-disk record
+//!   (`grammar.rs`), the checks beside it (`rules.rs`), and a decoder that is only the state
+//!   machine; findings, paths, spans and the name index are `sipllm-format`'s.
 //! * **Zero-copy**: the AST ([`Llmw`]) records spans into the header bytes; values decode on
 //!   demand and string arrays iterate without allocating. Nothing is allocated in proportion
 //!   to a declared count.
@@ -79,14 +83,16 @@ mod decoder;
 mod error;
 mod grammar;
 mod options;
+mod rules;
 mod value;
 pub mod writer;
 
 pub use ast::{Directory, Header, Llmw, MetaEntry, MetaInfo, TensorInfo, TensorRef};
 pub use decoder::{Decoder, Event, Step};
-pub use error::{Error, ErrorKind, Path, PathSeg, StrField};
+pub use error::{Error, ErrorKind, Finding, Path, PathSeg, StrField};
 pub use options::{Limits, ParseOptions};
-pub use sipllm_gguf::{GgmlType, Span};
+pub use sipllm_format::{DecoderEvent, HeaderDecoder, Span};
+pub use sipllm_gguf::GgmlType;
 pub use value::{MetaType, MetaValue, Number, NumberIter, Numbers, StrArray, StrIter};
 pub use writer::{ModelWriter, WriteError, WriteLayout};
 
@@ -120,14 +126,7 @@ pub fn parse_with<B: AsRef<[u8]>>(bytes: B, opts: &ParseOptions) -> Result<Llmw<
 /// Decodes the directory of the `.llmw` file at the start of `bytes` (spans only, no bytes
 /// kept).
 pub fn decode(bytes: &[u8], opts: &ParseOptions) -> Result<Directory, Error> {
-    let mut decoder = Decoder::new(*opts);
-    loop {
-        match decoder.decode(bytes)?.event {
-            Event::Done => return decoder.finish(),
-            Event::NeedMore { .. } => return Err(decoder.end_of_input(bytes)),
-            _ => {}
-        }
-    }
+    sipllm_format::decode_slice(Decoder::new(*opts), bytes)
 }
 
 #[cfg(test)]
@@ -142,6 +141,7 @@ mod tests {
             ("error.rs", include_str!("error.rs")),
             ("grammar.rs", include_str!("grammar.rs")),
             ("options.rs", include_str!("options.rs")),
+            ("rules.rs", include_str!("rules.rs")),
             ("value.rs", include_str!("value.rs")),
         ];
         for (name, src) in modules {

@@ -2,8 +2,8 @@
 //!
 //! The table stores `(hash, item index)` pairs; names are compared by resolving the index back
 //! to its span in the header bytes. Hashing uses std's randomly keyed SipHash, so a crafted
-//! file cannot force collisions. Public so the sibling format crates index their names the
-//! same way.
+//! file cannot force collisions. Both formats' decoders index their keys and tensor names with
+//! it, and the read side its merged tensor tables.
 
 use std::hash::{BuildHasher, RandomState};
 
