@@ -198,6 +198,19 @@ pub enum WriteError {
         /// The smallest padding pair.
         min: u64,
     },
+    /// [`GgufWriter::pad_to`]: the padding pair would hold a string longer than a reader
+    /// accepts (the parser's default [`Limits::max_string_len`](crate::Limits)), so the file
+    /// would not re-open; it is refused before any of it is built.
+    #[error(
+        "the header would need a padding string of {len} bytes to end at the data section; a \
+         GGUF string may hold at most {max} bytes"
+    )]
+    PaddingTooLarge {
+        /// Bytes of padding string needed.
+        len: u64,
+        /// The largest string a reader accepts by default.
+        max: u64,
+    },
 }
 
 /// The key of the pair [`GgufWriter::pad_to`] adds to keep a shrunken header's data offset.
@@ -376,6 +389,10 @@ impl<'a> GgufWriter<'a> {
     /// is [`WriteError::HeaderTooLarge`]; one that shrank so far that `data_offset` would move
     /// gets a padding pair ([`PADDING_KEY`], a string of spaces) after the other pairs.
     /// Any earlier padding pair is replaced. Returns the padding pair's size (0 if none).
+    ///
+    /// The padding string is at most the parser's default string limit (64 MiB): a longer one
+    /// (`data_offset` far past the header, e.g. `u64::MAX`) is
+    /// [`WriteError::PaddingTooLarge`], decided before anything is allocated.
     pub fn pad_to(&mut self, data_offset: u64) -> Result<u64, WriteError> {
         self.remove(PADDING_KEY.as_bytes());
         let alignment = u64::from(self.alignment()?);
@@ -392,7 +409,14 @@ impl<'a> GgufWriter<'a> {
         if slack < min {
             return Err(WriteError::NoRoomForPadding { slack, min });
         }
-        let fill = usize::try_from(slack - min).map_err(|_| WriteError::Overflow)?;
+        // The padding string is built in memory (it is part of the header); one a default
+        // reader would refuse is refused here, before any of it is allocated.
+        let len = slack - min;
+        let max = crate::Limits::default().max_string_len;
+        if len > max {
+            return Err(WriteError::PaddingTooLarge { len, max });
+        }
+        let fill = usize::try_from(len).map_err(|_| WriteError::Overflow)?;
         self.kvs.push((
             Cow::Borrowed(PADDING_KEY.as_bytes()),
             Value::String(Cow::Owned(vec![b' '; fill])),
