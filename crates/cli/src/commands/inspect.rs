@@ -369,7 +369,7 @@ fn warnings(out: &mut dyn Write, view: &View<'_>) -> io::Result<()> {
     writeln!(out, "\nwarnings ({})", view.warnings.len())?;
     for w in &view.warnings {
         let file = w.shard.map(|s| format!(" in file {}", s + 1)).unwrap_or_default();
-        let message = escape::str(&w.located_message()).into_owned();
+        let message = escape::message(&w.located_message()).into_owned();
         writeln!(out, "  {}{file} at 0x{:x}: {message}", w.code, w.offset)?;
     }
     writeln!(out, "  (`sipllm validate` shows each with the bytes concerned)")

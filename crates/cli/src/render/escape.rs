@@ -8,6 +8,11 @@
 //! line and paragraph separators) and bytes that are not UTF-8 are written as escapes:
 //! `\n`, `\r`, `\t`, `\u{1b}`, `\u{202e}`, `\xff`. Everything else, including non-ASCII text
 //! (CJK, emoji, `Ġ`), is shown as is.
+//!
+//! The backslash itself is always escaped (`\\`), so the encoding is unambiguous: a name
+//! holding a line feed (`a\nb`) and one holding a backslash and an `n` (`a\\nb`) never print
+//! alike, and every escaped text decodes to exactly one byte string. The `verify` manifest
+//! relies on that to name tensors one line each.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -30,10 +35,14 @@ pub fn is_unsafe_char(c: char) -> bool {
 /// How a string is escaped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
-    /// Bare text: only unsafe characters are escaped.
+    /// Bare text: unsafe characters and the backslash are escaped.
     Bare,
-    /// Inside double quotes: `"` and `\` are escaped too, so the result reads back unambiguously.
+    /// Inside double quotes: `"` is escaped too, so the quoted text ends at its closing quote.
     Quoted,
+    /// A message sipllm's libraries composed (an error's `Display`): what came from the file
+    /// in it is already escaped there, Rust-style (`"a\\nb"`), so only unsafe characters are
+    /// escaped, as a safety net, and its backslashes are left as they are.
+    Message,
 }
 
 /// Escapes `bytes` (UTF-8, or not) for a terminal, without surrounding quotes.
@@ -41,7 +50,7 @@ pub enum Style {
 /// Borrows when nothing needs escaping, which is the common case.
 pub fn text(bytes: &[u8]) -> Cow<'_, str> {
     if let Ok(s) = simdutf8::basic::from_utf8(bytes)
-        && !s.chars().any(is_unsafe_char)
+        && !s.chars().any(|c| c == '\\' || is_unsafe_char(c))
     {
         return Cow::Borrowed(s);
     }
@@ -53,6 +62,17 @@ pub fn text(bytes: &[u8]) -> Cow<'_, str> {
 /// Escapes a `&str` for a terminal, without surrounding quotes.
 pub fn str(s: &str) -> Cow<'_, str> {
     text(s.as_bytes())
+}
+
+/// Makes a message sipllm composed safe for a terminal ([`Style::Message`]): unsafe
+/// characters are escaped, backslashes (the message's own escapes) are not.
+pub fn message(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_unsafe_char) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    push(&mut out, s.as_bytes(), Style::Message, usize::MAX);
+    Cow::Owned(out)
 }
 
 /// `bytes` escaped and in double quotes: `"tok\"en\n"`.
@@ -85,7 +105,7 @@ pub fn push(out: &mut String, bytes: &[u8], style: Style, max_chars: usize) -> b
                 '\r' => "\\r".into(),
                 '\t' => "\\t".into(),
                 '"' if style == Style::Quoted => "\\\"".into(),
-                '\\' if style == Style::Quoted => "\\\\".into(),
+                '\\' if style != Style::Message => "\\\\".into(),
                 c if is_unsafe_char(c) => format!("\\u{{{:x}}}", c as u32).into(),
                 c => Cow::Borrowed(&*c.encode_utf8(&mut buf)),
             };
@@ -133,7 +153,24 @@ mod tests {
     #[test]
     fn quoted_escapes_quotes_and_backslashes() {
         assert_eq!(quoted(br#"say "hi" \o/"#), r#""say \"hi\" \\o/""#);
-        assert_eq!(text(br#"a"b\c"#), r#"a"b\c"#);
+        assert_eq!(text(br#"a"b\c"#), r#"a"b\\c"#);
+    }
+
+    /// A line feed and a backslash followed by `n` escape differently, in both styles.
+    #[test]
+    fn the_backslash_is_escaped_so_escapes_are_unambiguous() {
+        assert_eq!(text(b"a\nb"), "a\\nb");
+        assert_eq!(text(b"a\\nb"), "a\\\\nb");
+        assert_ne!(text(b"a\nb"), text(b"a\\nb"));
+        assert_ne!(quoted(b"a\nb"), quoted(b"a\\nb"));
+        assert_eq!(text(b"\\xff"), "\\\\xff");
+        assert_ne!(text(b"\\xff"), text(b"\xff"));
+    }
+
+    #[test]
+    fn messages_keep_their_own_escapes() {
+        assert_eq!(message(r#"metadata[0] "a\u{1b}b""#), r#"metadata[0] "a\u{1b}b""#);
+        assert_eq!(message("raw\x1b here"), "raw\\u{1b} here");
     }
 
     #[test]

@@ -9,8 +9,10 @@
 //! * `edit`: `edit` out of place and in place, every refusal, crashes and recovery;
 //! * `convert`: `convert` round trips and refusals, and `make-toy`;
 //! * `split`: `split` and `merge`, and every reading command on a split set;
-//! * `terminal`: colors and binary output on a pseudo-terminal.
+//! * `terminal`: colors and binary output on a pseudo-terminal;
+//! * `bounds`: bounded memory and output on hostile inputs, special files, unambiguous escaping.
 
+mod bounds;
 mod commands;
 mod convert;
 mod corpus;
