@@ -251,10 +251,6 @@ fn first_invalid_string(run: &[u8], enc: Encoding) -> Option<(u64, &[u8])> {
     }
 }
 
-fn lossy(bytes: &[u8]) -> Box<str> {
-    String::from_utf8_lossy(bytes).into()
-}
-
 /// A name as C sees it: the bytes before its first NUL.
 fn c_str(name: &[u8]) -> &[u8] {
     name.split(|&b| b == 0).next().unwrap_or_default()
@@ -447,7 +443,7 @@ impl Decoder {
     }
 
     fn name_of(buf: &[u8], span: Option<Span>) -> Option<Box<str>> {
-        span.and_then(|s| s.slice(buf)).map(lossy)
+        span.and_then(|s| s.slice(buf)).map(crate::error::shown_name)
     }
 
     fn kv_path(buf: &[u8], index: usize, key: Option<Span>) -> Path {

@@ -209,10 +209,6 @@ fn index_u32(len: usize) -> u32 {
     u32::try_from(len).unwrap_or(u32::MAX)
 }
 
-fn lossy(bytes: &[u8]) -> Box<str> {
-    String::from_utf8_lossy(bytes).into()
-}
-
 impl Decoder {
     /// A decoder with the given options.
     pub fn new(opts: ParseOptions) -> Decoder {
@@ -370,7 +366,7 @@ impl Decoder {
     }
 
     fn name_of(buf: &[u8], s: Option<Span>) -> Option<Box<str>> {
-        s.and_then(|s| s.slice(buf)).map(lossy)
+        s.and_then(|s| s.slice(buf)).map(sipllm_gguf::shown_name)
     }
 
     fn meta_path(buf: &[u8], index: u32, key: Option<Span>) -> Path {

@@ -64,6 +64,21 @@ pub fn str(s: &str) -> Cow<'_, str> {
     text(s.as_bytes())
 }
 
+/// A key or tensor name for a table: escaped like [`text`], and past
+/// [`MAX_SHOWN_NAME`](sipllm_gguf::MAX_SHOWN_NAME) characters cut, with the marker
+/// `… (N bytes)` giving the whole length, so an 8 MiB name is one bounded cell.
+pub fn name(bytes: &[u8]) -> Cow<'_, str> {
+    let max = sipllm_gguf::MAX_SHOWN_NAME;
+    if bytes.len() <= max {
+        return text(bytes);
+    }
+    let mut out = String::with_capacity(max + 24);
+    if push(&mut out, bytes, Style::Bare, max) {
+        let _ = write!(out, "… ({} bytes)", bytes.len());
+    }
+    Cow::Owned(out)
+}
+
 /// Makes a message sipllm composed safe for a terminal ([`Style::Message`]): unsafe
 /// characters are escaped, backslashes (the message's own escapes) are not.
 pub fn message(s: &str) -> Cow<'_, str> {
@@ -165,6 +180,17 @@ mod tests {
         assert_ne!(quoted(b"a\nb"), quoted(b"a\\nb"));
         assert_eq!(text(b"\\xff"), "\\\\xff");
         assert_ne!(text(b"\\xff"), text(b"\xff"));
+    }
+
+    #[test]
+    fn long_names_are_cut_with_their_length() {
+        let long = vec![b'a'; 1 << 20];
+        let shown = name(&long);
+        assert_eq!(shown, format!("{}… (1048576 bytes)", "a".repeat(sipllm_gguf::MAX_SHOWN_NAME)));
+        assert_eq!(name(b"blk.0.attn_q.weight"), "blk.0.attn_q.weight");
+        let edge = vec![b'\n'; sipllm_gguf::MAX_SHOWN_NAME];
+        // A name within the limit is shown whole, however it escapes (at most 10 × longer).
+        assert_eq!(name(&edge), "\\n".repeat(sipllm_gguf::MAX_SHOWN_NAME));
     }
 
     #[test]

@@ -199,3 +199,42 @@ fn every_command_refuses_a_fifo_instead_of_hanging() {
         assert!(all.contains("m-00002-of-00003.gguf: it is a FIFO (pipe)"), "{args:?}: {all}");
     }
 }
+
+/// A file with an 8 MiB tensor name (an error: longer than 64 bytes) and one with an 8 MiB key
+/// (a warning: longer than the spec's 65,535).
+fn long_name_files(dir: &Path) -> [String; 2] {
+    let long = "a".repeat(8 << 20);
+    let name = GgufBuilder::new()
+        .kv("general.architecture", sipllm_gguf::builder::Value::str("llama"))
+        .tensor(&long, GgmlType::F32, &[4])
+        .build();
+    let key = GgufBuilder::new()
+        .kv(&"k".repeat(8 << 20), sipllm_gguf::builder::Value::Uint32(1))
+        .tensor("t", GgmlType::F32, &[4])
+        .build();
+    [write(dir, "long-name.gguf", &name), write(dir, "long-key.gguf", &key)]
+}
+
+/// An overlong name or key is elided in every diagnostic and table: an 8 MiB name gave a
+/// 21 MB message (and 148 MB of memory). The elision says how long the name is.
+#[test]
+fn diagnostics_elide_long_names() {
+    let dir = temp_dir("bounds-long-names");
+    let files = long_name_files(&dir);
+    for file in &files {
+        for args in [
+            &["validate", file.as_str()][..],
+            &["validate", "--format", "json", file],
+            &["inspect", file],
+            &["tensors", file],
+            &["verify", file],
+        ] {
+            let run = sipllm(&dir, args);
+            let all = format!("{}{}", run.stdout, run.stderr);
+            assert!(all.len() < 16 << 10, "{args:?}: {} bytes of output", all.len());
+            if file.contains("name") || args[0] == "validate" {
+                assert!(all.contains("…") && all.contains("(8388608 bytes)"), "{args:?}: {all}");
+            }
+        }
+    }
+}
