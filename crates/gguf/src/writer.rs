@@ -458,7 +458,7 @@ impl<'a> GgufWriter<'a> {
         self.encode(&mut counter, &[])?;
         match counter {
             Sink::Count(n) => Ok(n),
-            Sink::Bytes(_) | Sink::Write { .. } => unreachable!("a counting sink stays one"),
+            Sink::Fill { .. } | Sink::Write { .. } => unreachable!("a counting sink stays one"),
         }
     }
 
@@ -468,11 +468,14 @@ impl<'a> GgufWriter<'a> {
         let layout = self.layout()?;
         let offsets: Vec<u64> =
             layout.tensors.iter().map(|&(abs, _)| abs - layout.header_len).collect();
-        let mut sink = Sink::Bytes(Vec::with_capacity(layout.header_len as usize));
+        let len = usize::try_from(layout.header_len).map_err(|_| WriteError::Overflow)?;
+        // One zeroed allocation of the final length, written in place: the alignment padding
+        // after the directory is never written, so with a large `general.alignment` (2^27)
+        // it stays untouched zero pages — address space, not resident memory.
+        let mut sink = Sink::Fill { buf: vec![0; len], pos: 0 };
         self.encode(&mut sink, &offsets)?;
-        let Sink::Bytes(mut out) = sink else { unreachable!("a byte sink stays one") };
-        out.resize(layout.header_len as usize, 0);
-        Ok(out)
+        let Sink::Fill { buf, .. } = sink else { unreachable!("a fill sink stays one") };
+        Ok(buf)
     }
 
     /// A whole file in memory: the header, then each tensor's data from `data(index)` (which
@@ -501,6 +504,29 @@ impl<'a> GgufWriter<'a> {
     /// an [`io::ErrorKind::InvalidInput`] error wrapping the [`WriteError`]; nothing is
     /// written then.
     pub fn write_header<W: io::Write + ?Sized>(&self, w: &mut W) -> io::Result<u64> {
+        let (n, layout) = self.write_directory_inner(w)?;
+        // Zero padding up to the data section (less than one alignment unit).
+        let zeros = [0u8; 256];
+        let mut left = layout.header_len.saturating_sub(n);
+        while left > 0 {
+            let k = usize::try_from(left).map_or(zeros.len(), |l| l.min(zeros.len()));
+            w.write_all(zeros.get(..k).unwrap_or_default())?;
+            left -= k as u64;
+        }
+        Ok(layout.header_len)
+    }
+
+    /// Streams the header *without* its trailing zero padding — the fixed header, the pairs
+    /// and the tensor infos — into `w`, and returns `(bytes written, header_len)`: the caller
+    /// leaves `header_len - written` zero bytes to come, e.g. as a hole in a file already
+    /// extended with `set_len` (so a `general.alignment` of 2^27 costs no 128 MiB of zeros on
+    /// disk). Errors as [`write_header`](Self::write_header).
+    pub fn write_directory<W: io::Write + ?Sized>(&self, w: &mut W) -> io::Result<(u64, u64)> {
+        let (n, layout) = self.write_directory_inner(w)?;
+        Ok((n, layout.header_len))
+    }
+
+    fn write_directory_inner<W: io::Write + ?Sized>(&self, w: &mut W) -> io::Result<(u64, Layout)> {
         let invalid = |e: WriteError| io::Error::new(io::ErrorKind::InvalidInput, e);
         let layout = self.layout().map_err(invalid)?;
         let offsets: Vec<u64> =
@@ -512,15 +538,7 @@ impl<'a> GgufWriter<'a> {
         if let Some(e) = err {
             return Err(e);
         }
-        // Zero padding up to the data section (less than one alignment unit).
-        let zeros = [0u8; 256];
-        let mut left = layout.header_len.saturating_sub(n);
-        while left > 0 {
-            let k = usize::try_from(left).map_or(zeros.len(), |l| l.min(zeros.len()));
-            w.write_all(zeros.get(..k).unwrap_or_default())?;
-            left -= k as u64;
-        }
-        Ok(layout.header_len)
+        Ok((n, layout))
     }
 
     fn encode(&self, out: &mut Sink<'_>, offsets: &[u64]) -> Result<(), WriteError> {
@@ -570,7 +588,11 @@ fn check_array(key: &[u8], value: &Value<'_>) -> Result<(), WriteError> {
 /// Output: bytes, a writer, or just a count (to size the header before writing it).
 enum Sink<'w> {
     Count(u64),
-    Bytes(Vec<u8>),
+    /// A zeroed buffer of the final length, filled from `pos` on.
+    Fill {
+        buf: Vec<u8>,
+        pos: usize,
+    },
     /// A writer: bytes written so far, and the first error (later output is dropped).
     Write {
         w: &'w mut dyn io::Write,
@@ -583,7 +605,14 @@ impl Sink<'_> {
     fn put(&mut self, b: &[u8]) {
         match self {
             Sink::Count(n) => *n += b.len() as u64,
-            Sink::Bytes(v) => v.extend_from_slice(b),
+            Sink::Fill { buf, pos } => {
+                // The layout sized the buffer; a longer encoding is a bug, cut rather than grown.
+                let end = pos.saturating_add(b.len()).min(buf.len());
+                if let (Some(dst), Some(src)) = (buf.get_mut(*pos..end), b.get(..end - *pos)) {
+                    dst.copy_from_slice(src);
+                }
+                *pos = end;
+            }
             Sink::Write { w, n, err } => {
                 if err.is_none() {
                     match w.write_all(b) {
