@@ -238,3 +238,28 @@ fn diagnostics_elide_long_names() {
         }
     }
 }
+
+/// One flipped bit in a real model's header — a key length grown by 8 MiB, so the key
+/// swallows the vocabulary after it — gave every command 115 MB and 13 MB of standard error.
+#[test]
+fn a_flipped_bit_in_a_key_length_gives_a_short_diagnostic() {
+    let dir = temp_dir("bounds-flipped-bit");
+    let mut header = sipllm_gguf::builder::llama3::builder(1).build_header();
+    let key = b"tokenizer.ggml.merges";
+    let mut field = (key.len() as u64).to_le_bytes().to_vec();
+    field.extend_from_slice(key);
+    let at = header.windows(field.len()).position(|w| w == field).unwrap();
+    header[at + 2] ^= 0x80;
+    let file = write(&dir, "flip.gguf", &header);
+    // The tensor data a sparse hole after it, so the grown key still lies inside the file.
+    let f = std::fs::OpenOptions::new().write(true).open(dir.join(&file)).unwrap();
+    f.set_len(header.len() as u64 + (64 << 20)).unwrap();
+    drop(f);
+    for command in ["validate", "inspect", "tensors", "verify"] {
+        let run = sipllm(&dir, &[command, &file]);
+        assert_eq!(run.code, Some(1), "{command}: {}", run.transcript());
+        let all = format!("{}{}", run.stdout, run.stderr);
+        assert!(all.len() < 16 << 10, "{command}: {} bytes of output", all.len());
+        assert!(all.contains("(8388629 bytes)"), "{command}: {all}");
+    }
+}
