@@ -336,6 +336,39 @@ mod tests {
         ManifestLine { hash: hash.into(), size, name: name.into() }
     }
 
+    /// The manifest encoding is unambiguous: tricky names (line breaks, backslashes, double
+    /// and edge spaces, escapes spelled out, bytes that are not UTF-8) encode to distinct
+    /// single-line fields that parse back to themselves.
+    #[test]
+    fn manifest_names_encode_unambiguously_and_parse_back() {
+        let names: [&[u8]; 14] = [
+            b"a\nb",
+            b"a\\nb",
+            b"a  b",
+            b"  lead",
+            b"trail  ",
+            b"\\",
+            b"\\\\",
+            b"x\x1b",
+            b"x\\u{1b}",
+            b"",
+            b"\r",
+            b"\xff",
+            b"\\xff",
+            "\u{2028}".as_bytes(),
+        ];
+        let encoded: Vec<String> = names.iter().map(|n| manifest_name(n)).collect();
+        let mut distinct = encoded.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), names.len(), "{encoded:?}");
+        let text: String = encoded.iter().map(|n| format!("ab  1  {n}\n")).collect();
+        let parsed = parse_manifest(&text).unwrap();
+        let back: Vec<&str> = parsed.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(back, encoded);
+        assert!(encoded.iter().all(|n| !n.contains(['\n', '\r'])));
+    }
+
     #[test]
     fn manifests_parse() {
         let m = parse_manifest("ab01  64  blk.0.w\n\nCD  0  a name  with spaces\n").unwrap();
