@@ -78,11 +78,13 @@ fn open_nonblocking(path: &Path, write: bool) -> Result<(File, Metadata), Stream
 }
 
 /// Reads the whole of the file or stream at `path`, refusing it as soon as it holds more than
-/// `max` bytes: at most `max + 1` bytes are ever read (and held), whatever the source —
-/// a regular file, a pipe, a FIFO, `/dev/zero`. See the [module docs](self) for what is
-/// accepted; a directory is [`StreamError::Open`], a socket [`StreamError::NotAFile`], more than
-/// `max` bytes [`StreamError::InputTooLarge`], a stream with no bytes at all
-/// [`StreamError::InputEmptyStream`].
+/// `max` bytes: at most `max + 1` bytes are ever read (and held), whatever the source — a
+/// regular file, a pipe, a FIFO, `/dev/zero`.
+///
+/// Regular files and streams (pipes, FIFOs, character devices such as `/dev/stdin`) are
+/// accepted and opened without blocking. A directory is [`StreamError::Open`], a socket
+/// [`StreamError::NotAFile`], more than `max` bytes [`StreamError::InputTooLarge`], a stream
+/// that ends before its first byte (a FIFO with no writer) [`StreamError::InputEmptyStream`].
 pub fn read_capped(path: impl AsRef<Path>, max: u64) -> Result<Vec<u8>, StreamError> {
     let path = path.as_ref();
     let (file, meta) = open_nonblocking(path, false)?;
