@@ -77,7 +77,7 @@ impl Finding {
             severity,
             code: f.code(),
             message: f.message(),
-            path: escape::str(&f.path().to_string()).into_owned(),
+            path: escape::message(&f.path().to_string()).into_owned(),
             offset: Some(f.offset()),
             len: f.len(),
             help: f.help().to_owned(),
@@ -122,7 +122,7 @@ impl Finding {
         Finding {
             severity: Severity::Error,
             code: e.code(),
-            message: escape::str(&message).into_owned(),
+            message: escape::message(&message).into_owned(),
             path: path.to_owned(),
             offset,
             len,

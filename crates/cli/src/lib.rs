@@ -191,16 +191,15 @@ mod tests {
             "copy_file_range",
         ];
         // (pattern, the files that may use it, for what)
-        let auxiliary: [(&str, &[&str]); 4] = [
+        let auxiliary: [(&str, &[&str]); 3] = [
             // `read -o` (raw tensor bytes) and `verify --manifest` (a manifest) outputs.
             ("File::create(", &["commands/read.rs", "commands/verify.rs"]),
-            // `edit --set-file` input.
-            ("fs::read(", &["commands/edit.rs"]),
             // `verify --check` manifest.
             ("fs::read_to_string(", &["commands/verify.rs"]),
-            // The `--set-file` input's size; the sizes `make-toy` reports of what it wrote.
-            ("fs::metadata(", &["commands/edit.rs", "commands/make_toy.rs"]),
+            // The sizes `make-toy` reports of what it wrote.
+            ("fs::metadata(", &["commands/make_toy.rs"]),
         ];
+        // (`edit --set-file` reads its input through `sipllm_streaming::read_capped`.)
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let mut files = Vec::new();
         sources(&root, &mut files);

@@ -121,12 +121,16 @@ impl Opened {
 
 /// True when an open error means the file itself is invalid (exit code 1): a parse error, an
 /// unknown magic, a file too short for one, tensor data outside the file, a broken split set.
-/// False for I/O and resource problems and for requests that do not fit the file (`split` of
+/// False for I/O and resource problems (a FIFO or device given as a model included) and for
+/// requests that do not fit the file (`split` of
 /// a shard, `merge` of a file that is no set) (exit code 2).
 pub fn is_invalid_file(e: &StreamError) -> bool {
     !matches!(
         e,
         StreamError::Open { .. }
+            | StreamError::NotAFile { .. }
+            | StreamError::InputTooLarge { .. }
+            | StreamError::InputEmptyStream { .. }
             | StreamError::Io { .. }
             | StreamError::UnexpectedEof { .. }
             | StreamError::TooLarge { .. }

@@ -26,5 +26,5 @@ mod span;
 pub use decoder::{DecoderEvent, HeaderDecoder, Step, decode_slice};
 pub use finding::{Finding, Kind};
 pub use index::NameIndex;
-pub use path::{Path, PathSeg};
+pub use path::{MAX_SHOWN_NAME, Path, PathSeg, shown_name};
 pub use span::Span;

@@ -9,7 +9,7 @@
 use std::fmt;
 
 use sipllm_format::Span;
-pub use sipllm_format::{Finding, Kind, Path, PathSeg};
+pub use sipllm_format::{Finding, Kind, MAX_SHOWN_NAME, Path, PathSeg, shown_name};
 
 use crate::ggml::GgmlType;
 use crate::value_type::ValueType;
@@ -25,7 +25,7 @@ pub(crate) fn tensor_path(buf: &[u8], index: usize, name: Option<Span>) -> Path 
 }
 
 fn name_of(buf: &[u8], span: Option<Span>) -> Option<Box<str>> {
-    span.and_then(|s| s.slice(buf)).map(|b| String::from_utf8_lossy(b).into())
+    span.and_then(|s| s.slice(buf)).map(sipllm_format::shown_name)
 }
 
 /// A fatal parse error: the file does not satisfy the selected profile.

@@ -87,7 +87,10 @@ pub mod writer;
 
 pub use ast::{ArrayHead, Directory, Gguf, MetaEntry, MetaKv, Span, TensorInfo, TensorRef};
 pub use decoder::{DEFAULT_ALIGNMENT, Decoder, Event, MAX_WARNINGS, Step};
-pub use error::{Error, ErrorKind, Finding, Kind, Path, PathSeg, StrField, Warning, WarningKind};
+pub use error::{
+    Error, ErrorKind, Finding, Kind, MAX_SHOWN_NAME, Path, PathSeg, StrField, Warning, WarningKind,
+    shown_name,
+};
 pub use ggml::{GgmlType, SizeError, align_up, tensor_element_count, tensor_nbytes};
 pub use header::{Endian, Header};
 pub use options::{Limits, ParseOptions, Profile};

@@ -198,6 +198,19 @@ pub enum WriteError {
         /// The smallest padding pair.
         min: u64,
     },
+    /// [`GgufWriter::pad_to`]: the padding pair would hold a string longer than a reader
+    /// accepts (the parser's default [`Limits::max_string_len`](crate::Limits)), so the file
+    /// would not re-open; it is refused before any of it is built.
+    #[error(
+        "the header would need a padding string of {len} bytes to end at the data section; a \
+         GGUF string may hold at most {max} bytes"
+    )]
+    PaddingTooLarge {
+        /// Bytes of padding string needed.
+        len: u64,
+        /// The largest string a reader accepts by default.
+        max: u64,
+    },
 }
 
 /// The key of the pair [`GgufWriter::pad_to`] adds to keep a shrunken header's data offset.
@@ -376,6 +389,10 @@ impl<'a> GgufWriter<'a> {
     /// is [`WriteError::HeaderTooLarge`]; one that shrank so far that `data_offset` would move
     /// gets a padding pair ([`PADDING_KEY`], a string of spaces) after the other pairs.
     /// Any earlier padding pair is replaced. Returns the padding pair's size (0 if none).
+    ///
+    /// The padding string is at most the parser's default string limit (64 MiB): a longer one
+    /// (`data_offset` far past the header, e.g. `u64::MAX`) is
+    /// [`WriteError::PaddingTooLarge`], decided before anything is allocated.
     pub fn pad_to(&mut self, data_offset: u64) -> Result<u64, WriteError> {
         self.remove(PADDING_KEY.as_bytes());
         let alignment = u64::from(self.alignment()?);
@@ -392,7 +409,14 @@ impl<'a> GgufWriter<'a> {
         if slack < min {
             return Err(WriteError::NoRoomForPadding { slack, min });
         }
-        let fill = usize::try_from(slack - min).map_err(|_| WriteError::Overflow)?;
+        // The padding string is built in memory (it is part of the header); one a default
+        // reader would refuse is refused here, before any of it is allocated.
+        let len = slack - min;
+        let max = crate::Limits::default().max_string_len;
+        if len > max {
+            return Err(WriteError::PaddingTooLarge { len, max });
+        }
+        let fill = usize::try_from(len).map_err(|_| WriteError::Overflow)?;
         self.kvs.push((
             Cow::Borrowed(PADDING_KEY.as_bytes()),
             Value::String(Cow::Owned(vec![b' '; fill])),
@@ -434,7 +458,7 @@ impl<'a> GgufWriter<'a> {
         self.encode(&mut counter, &[])?;
         match counter {
             Sink::Count(n) => Ok(n),
-            Sink::Bytes(_) | Sink::Write { .. } => unreachable!("a counting sink stays one"),
+            Sink::Fill { .. } | Sink::Write { .. } => unreachable!("a counting sink stays one"),
         }
     }
 
@@ -444,11 +468,14 @@ impl<'a> GgufWriter<'a> {
         let layout = self.layout()?;
         let offsets: Vec<u64> =
             layout.tensors.iter().map(|&(abs, _)| abs - layout.header_len).collect();
-        let mut sink = Sink::Bytes(Vec::with_capacity(layout.header_len as usize));
+        let len = usize::try_from(layout.header_len).map_err(|_| WriteError::Overflow)?;
+        // One zeroed allocation of the final length, written in place: the alignment padding
+        // after the directory is never written, so with a large `general.alignment` (2^27)
+        // it stays untouched zero pages — address space, not resident memory.
+        let mut sink = Sink::Fill { buf: vec![0; len], pos: 0 };
         self.encode(&mut sink, &offsets)?;
-        let Sink::Bytes(mut out) = sink else { unreachable!("a byte sink stays one") };
-        out.resize(layout.header_len as usize, 0);
-        Ok(out)
+        let Sink::Fill { buf, .. } = sink else { unreachable!("a fill sink stays one") };
+        Ok(buf)
     }
 
     /// A whole file in memory: the header, then each tensor's data from `data(index)` (which
@@ -477,6 +504,29 @@ impl<'a> GgufWriter<'a> {
     /// an [`io::ErrorKind::InvalidInput`] error wrapping the [`WriteError`]; nothing is
     /// written then.
     pub fn write_header<W: io::Write + ?Sized>(&self, w: &mut W) -> io::Result<u64> {
+        let (n, layout) = self.write_directory_inner(w)?;
+        // Zero padding up to the data section (less than one alignment unit).
+        let zeros = [0u8; 256];
+        let mut left = layout.header_len.saturating_sub(n);
+        while left > 0 {
+            let k = usize::try_from(left).map_or(zeros.len(), |l| l.min(zeros.len()));
+            w.write_all(zeros.get(..k).unwrap_or_default())?;
+            left -= k as u64;
+        }
+        Ok(layout.header_len)
+    }
+
+    /// Streams the header *without* its trailing zero padding — the fixed header, the pairs
+    /// and the tensor infos — into `w`, and returns `(bytes written, header_len)`: the caller
+    /// leaves `header_len - written` zero bytes to come, e.g. as a hole in a file already
+    /// extended with `set_len` (so a `general.alignment` of 2^27 costs no 128 MiB of zeros on
+    /// disk). Errors as [`write_header`](Self::write_header).
+    pub fn write_directory<W: io::Write + ?Sized>(&self, w: &mut W) -> io::Result<(u64, u64)> {
+        let (n, layout) = self.write_directory_inner(w)?;
+        Ok((n, layout.header_len))
+    }
+
+    fn write_directory_inner<W: io::Write + ?Sized>(&self, w: &mut W) -> io::Result<(u64, Layout)> {
         let invalid = |e: WriteError| io::Error::new(io::ErrorKind::InvalidInput, e);
         let layout = self.layout().map_err(invalid)?;
         let offsets: Vec<u64> =
@@ -488,15 +538,7 @@ impl<'a> GgufWriter<'a> {
         if let Some(e) = err {
             return Err(e);
         }
-        // Zero padding up to the data section (less than one alignment unit).
-        let zeros = [0u8; 256];
-        let mut left = layout.header_len.saturating_sub(n);
-        while left > 0 {
-            let k = usize::try_from(left).map_or(zeros.len(), |l| l.min(zeros.len()));
-            w.write_all(zeros.get(..k).unwrap_or_default())?;
-            left -= k as u64;
-        }
-        Ok(layout.header_len)
+        Ok((n, layout))
     }
 
     fn encode(&self, out: &mut Sink<'_>, offsets: &[u64]) -> Result<(), WriteError> {
@@ -546,7 +588,11 @@ fn check_array(key: &[u8], value: &Value<'_>) -> Result<(), WriteError> {
 /// Output: bytes, a writer, or just a count (to size the header before writing it).
 enum Sink<'w> {
     Count(u64),
-    Bytes(Vec<u8>),
+    /// A zeroed buffer of the final length, filled from `pos` on.
+    Fill {
+        buf: Vec<u8>,
+        pos: usize,
+    },
     /// A writer: bytes written so far, and the first error (later output is dropped).
     Write {
         w: &'w mut dyn io::Write,
@@ -559,7 +605,14 @@ impl Sink<'_> {
     fn put(&mut self, b: &[u8]) {
         match self {
             Sink::Count(n) => *n += b.len() as u64,
-            Sink::Bytes(v) => v.extend_from_slice(b),
+            Sink::Fill { buf, pos } => {
+                // The layout sized the buffer; a longer encoding is a bug, cut rather than grown.
+                let end = pos.saturating_add(b.len()).min(buf.len());
+                if let (Some(dst), Some(src)) = (buf.get_mut(*pos..end), b.get(..end - *pos)) {
+                    dst.copy_from_slice(src);
+                }
+                *pos = end;
+            }
             Sink::Write { w, n, err } => {
                 if err.is_none() {
                     match w.write_all(b) {

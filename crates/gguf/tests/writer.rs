@@ -368,3 +368,37 @@ fn write_header_reports_write_errors_and_invalid_headers() {
     assert_eq!(e.to_string(), WriteError::BadAlignment.to_string());
     assert!(out.is_empty());
 }
+
+/// `pad_to` decides from the arithmetic alone: a data offset far past the header is a typed
+/// error before any padding is allocated (it used to build the whole padding: 1e9 bytes cost
+/// 978 MB, 2^40 aborted, `u64::MAX` panicked with "capacity overflow").
+#[test]
+fn pad_to_refuses_padding_a_reader_would_refuse_without_building_it() {
+    let src = sipllm_gguf::builder::GgufBuilder::new()
+        .kv("general.name", sipllm_gguf::builder::Value::str("m"))
+        .tensor("t", GgmlType::F32, &[8])
+        .build();
+    let g = parse(&src);
+    let max = sipllm_gguf::Limits::default().max_string_len;
+    for data_offset in [1_000_000_000, 1 << 40, u64::MAX] {
+        let mut w = GgufWriter::from_gguf(&g);
+        match w.pad_to(data_offset).unwrap_err() {
+            WriteError::PaddingTooLarge { len, max: m } => {
+                assert_eq!(m, max);
+                assert!(len > max && len < data_offset, "{len}");
+            }
+            e => panic!("{data_offset}: {e:?}"),
+        }
+        assert!(w.get(sipllm_gguf::PADDING_KEY.as_bytes()).is_none(), "nothing was added");
+    }
+    // The largest padding a reader accepts is still written, and the file re-opens.
+    let mut w = GgufWriter::from_gguf(&g);
+    let end = g.directory().directory_end();
+    let min = 8 + sipllm_gguf::PADDING_KEY.len() as u64 + 4 + 8;
+    let target = (end + min + max) / 32 * 32;
+    w.pad_to(target).unwrap();
+    let header = w.header_bytes().unwrap();
+    assert_eq!(header.len() as u64, target);
+    let edited = [&header[..], &src[g.data_offset() as usize..]].concat();
+    assert_eq!(parse(&edited).data_offset(), target);
+}

@@ -129,7 +129,7 @@ fn index_u32(len: usize) -> u32 {
 }
 
 fn name_of(buf: &[u8], s: Option<Span>) -> Option<Box<str>> {
-    s.and_then(|s| s.slice(buf)).map(|b| String::from_utf8_lossy(b).into())
+    s.and_then(|s| s.slice(buf)).map(sipllm_format::shown_name)
 }
 
 fn meta_path(buf: &[u8], index: u32, key: Option<Span>) -> Path {

@@ -210,15 +210,17 @@ impl fmt::Debug for FileBacking {
 }
 
 impl FileBacking {
-    /// Opens `path` read-only with the given backend.
+    /// Opens `path` read-only with the given backend. The open never blocks: a FIFO, socket
+    /// or device is [`StreamError::NotAFile`] (checked on the opened descriptor).
     pub fn open(path: impl AsRef<Path>, backend: Backend) -> Result<FileBacking, StreamError> {
         let path = path.as_ref();
-        let file = File::open(path)
-            .map_err(|source| StreamError::Open { path: path.to_path_buf(), source })?;
+        // Not `File::open`: that blocks forever on a FIFO without a writer.
+        let file = crate::input::open_regular(path, false)?;
         FileBacking::from_file(file, path, backend)
     }
 
-    /// Uses an open file; `path` is only used in error messages.
+    /// Uses an open file; `path` is only used in error messages. A file that is not a regular
+    /// file is [`StreamError::NotAFile`].
     pub fn from_file(
         file: File,
         path: impl Into<PathBuf>,
@@ -227,9 +229,7 @@ impl FileBacking {
         let path = path.into();
         let open_err = |source| StreamError::Open { path: path.clone(), source };
         let meta = file.metadata().map_err(open_err)?;
-        if meta.is_dir() {
-            return Err(open_err(io::Error::new(io::ErrorKind::IsADirectory, "is a directory")));
-        }
+        crate::input::check_regular(&meta, &path)?;
         let (len, map) = match backend {
             Backend::Pread => (meta.len(), None),
             Backend::Mmap => {

@@ -29,6 +29,33 @@ pub enum StreamError {
         /// The operating system's error.
         source: io::Error,
     },
+    /// The path names a FIFO, socket or device, not a regular file: opening it could block
+    /// forever (a FIFO without a writer) and it has no size to bounds-check against.
+    #[error("cannot open {}: it is {kind}, not a regular file", path.display())]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        kind: FileKind,
+    },
+    /// An auxiliary input ([`read_capped`](crate::read_capped), e.g. `--set-file`) holds more
+    /// than its cap; no more than `max + 1` bytes of it were read.
+    #[error("{}: more than {max} bytes (reading stopped there)", path.display())]
+    InputTooLarge {
+        /// The input.
+        path: PathBuf,
+        /// The cap.
+        max: u64,
+    },
+    /// An auxiliary input that is a stream (a FIFO, a pipe, a device) ended before its first
+    /// byte: a FIFO nobody has opened for writing reads as end-of-input at once.
+    #[error("{}: {kind} that delivered no bytes (no writer?)", path.display())]
+    InputEmptyStream {
+        /// The input.
+        path: PathBuf,
+        /// What it is.
+        kind: FileKind,
+    },
     /// A read failed with an I/O error.
     #[error("{}I/O error reading {len} bytes at offset {offset}: {source}", at(path))]
     Io {
@@ -676,6 +703,61 @@ fn bad_backup(path: &Path, backup: &Path, defect: BackupDefect) -> String {
     }
 }
 
+/// What a path that is not a regular file (nor a directory) names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FileKind {
+    /// A FIFO (named pipe), or an anonymous pipe reached through `/dev/fd`.
+    Fifo,
+    /// A Unix domain socket.
+    Socket,
+    /// A character device (`/dev/zero`, a terminal).
+    CharDevice,
+    /// A block device (a disk).
+    BlockDevice,
+    /// Something else that is not a regular file.
+    Other,
+}
+
+impl FileKind {
+    /// What `meta` describes, or `None` for a regular file or a directory.
+    pub fn of(meta: &std::fs::Metadata) -> Option<FileKind> {
+        let ty = meta.file_type();
+        if ty.is_file() || ty.is_dir() {
+            return None;
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt as _;
+            if ty.is_fifo() {
+                return Some(FileKind::Fifo);
+            }
+            if ty.is_socket() {
+                return Some(FileKind::Socket);
+            }
+            if ty.is_char_device() {
+                return Some(FileKind::CharDevice);
+            }
+            if ty.is_block_device() {
+                return Some(FileKind::BlockDevice);
+            }
+        }
+        Some(FileKind::Other)
+    }
+}
+
+impl std::fmt::Display for FileKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FileKind::Fifo => "a FIFO (pipe)",
+            FileKind::Socket => "a socket",
+            FileKind::CharDevice => "a character device",
+            FileKind::BlockDevice => "a block device",
+            FileKind::Other => "a special file",
+        })
+    }
+}
+
 fn elem(index: Option<u64>) -> String {
     index.map(|i| format!("[{i}]")).unwrap_or_default()
 }
@@ -687,6 +769,9 @@ impl StreamError {
     pub fn code(&self) -> &'static str {
         match self {
             StreamError::Open { .. } => "stream::io::open",
+            StreamError::NotAFile { .. } => "stream::open::not_a_file",
+            StreamError::InputTooLarge { .. } => "stream::input::too_large",
+            StreamError::InputEmptyStream { .. } => "stream::input::empty_stream",
             StreamError::Io { .. } => "stream::io::read",
             StreamError::UnexpectedEof { .. } => "stream::io::unexpected_eof",
             StreamError::Parse { source, .. } => source.code(),
@@ -743,6 +828,16 @@ impl StreamError {
             StreamError::Open { .. } => {
                 "check that the path exists, is a regular file and is readable.".into()
             }
+            StreamError::NotAFile { .. } => "model files are read by position, so they must be \
+                regular files: copy the stream or device into a file first (`cat SRC > \
+                m.gguf`)."
+                .into(),
+            StreamError::InputTooLarge { .. } => "give a smaller file: a GGUF string holds at \
+                most this many bytes."
+                .into(),
+            StreamError::InputEmptyStream { .. } => "start the program that writes into it \
+                first, or give a regular file; an empty string value is `--set KEY=str:`."
+                .into(),
             StreamError::Io { .. } => "the storage reported an error: check the device, the \
                 network file system, or the permissions."
                 .into(),
@@ -903,6 +998,9 @@ impl StreamError {
     pub fn path(&self) -> Option<&Path> {
         match self {
             StreamError::Open { path, .. }
+            | StreamError::NotAFile { path, .. }
+            | StreamError::InputTooLarge { path, .. }
+            | StreamError::InputEmptyStream { path, .. }
             | StreamError::Create { path, .. }
             | StreamError::Write { path, .. }
             | StreamError::WriterLlmw { path, .. }
@@ -1263,6 +1361,18 @@ mod tests {
                     source: Box::new(StreamError::TooShort { path: path.clone(), len: 0 }),
                 },
                 "stream::in_place::restored_invalid",
+            ),
+            (
+                StreamError::NotAFile { path: "m.gguf".into(), kind: FileKind::Fifo },
+                "stream::open::not_a_file",
+            ),
+            (
+                StreamError::InputTooLarge { path: "/dev/zero".into(), max: 1 << 26 },
+                "stream::input::too_large",
+            ),
+            (
+                StreamError::InputEmptyStream { path: "t.fifo".into(), kind: FileKind::Fifo },
+                "stream::input::empty_stream",
             ),
         ];
         let mut codes: Vec<&str> = cases.iter().map(|(e, _)| e.code()).collect();

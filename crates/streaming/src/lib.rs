@@ -57,6 +57,7 @@ mod backing;
 mod error;
 mod gguf_file;
 pub mod in_place;
+mod input;
 mod llmw_file;
 #[allow(unsafe_code)]
 mod map;
@@ -71,9 +72,10 @@ mod window;
 pub mod write;
 
 pub use backing::{Backend, FileBacking, MemSource, ReadAt, ShortRead};
-pub use error::StreamError;
+pub use error::{FileKind, StreamError};
 pub use gguf_file::{GgufFile, read_header};
 pub use in_place::{HeaderBackup, InPlaceStats, RecoverStats, rewrite_header_in_place};
+pub use input::read_capped;
 pub use llmw_file::{ModelFile, read_llmw_header};
 pub use meta::{FloatIter, FloatList, IntIter, IntList, Meta, MetaKind, StrIter, StrList};
 pub use model::{Format, Model, open_model, open_model_from};

@@ -152,7 +152,7 @@ impl Model {
     ) -> Result<(File, Model), StreamError> {
         let path = path.as_ref();
         let open_err = |source| StreamError::Open { path: path.to_path_buf(), source };
-        let file = File::options().read(true).write(write).open(path).map_err(open_err)?;
+        let file = crate::input::open_regular(path, write)?;
         let backing =
             FileBacking::from_file(file.try_clone().map_err(open_err)?, path, options.backend)?;
         let model = match Format::detect(&backing.pread_view(), Some(path))? {

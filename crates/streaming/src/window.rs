@@ -37,6 +37,11 @@ pub(crate) trait ChunkDecoder {
     /// The truncation error for input that ended at `buf.len()`.
     fn end_of_input(&self, buf: &[u8]) -> Self::Error;
 
+    /// The truncation error [`end_of_input`](Self::end_of_input) would give had the input
+    /// been read up to its end at `at` and still lacked `needed` bytes: the same kind, offset
+    /// and path, without buffering the bytes in between.
+    fn end_of_input_at(&self, buf: &[u8], at: u64, needed: u64) -> Self::Error;
+
     /// Wraps the parser's error, keeping it intact.
     fn wrap(path: Option<&Path>, err: Self::Error) -> StreamError;
 }
@@ -54,6 +59,11 @@ impl ChunkDecoder for sipllm_gguf::Decoder {
 
     fn end_of_input(&self, buf: &[u8]) -> sipllm_gguf::Error {
         sipllm_gguf::Decoder::end_of_input(self, buf)
+    }
+
+    fn end_of_input_at(&self, buf: &[u8], at: u64, needed: u64) -> sipllm_gguf::Error {
+        let path = sipllm_gguf::Decoder::end_of_input(self, buf).path().clone();
+        sipllm_gguf::Error::new(sipllm_gguf::ErrorKind::UnexpectedEof { needed }, at, 0, path)
     }
 
     fn wrap(path: Option<&Path>, err: sipllm_gguf::Error) -> StreamError {
@@ -74,6 +84,11 @@ impl ChunkDecoder for sipllm_llmw::Decoder {
 
     fn end_of_input(&self, buf: &[u8]) -> sipllm_llmw::Error {
         sipllm_llmw::Decoder::end_of_input(self, buf)
+    }
+
+    fn end_of_input_at(&self, buf: &[u8], at: u64, needed: u64) -> sipllm_llmw::Error {
+        let path = sipllm_llmw::Decoder::end_of_input(self, buf).path().clone();
+        sipllm_llmw::Error::new(sipllm_llmw::ErrorKind::UnexpectedEof { needed }, at, 0, path)
     }
 
     fn wrap(path: Option<&Path>, err: sipllm_llmw::Error) -> StreamError {
@@ -133,6 +148,15 @@ pub(crate) fn fill<D: ChunkDecoder>(
             Progress::Item => continue,
         };
         let have = buf.len() as u64;
+        // The item needs at least `needed` more bytes: when the source cannot have them, it
+        // can never complete, so it is judged now — with the very error a read to the end
+        // would give — instead of after buffering the rest of the source (a corrupted string
+        // length within the llama-cpp profile's 1 GiB limit buffered 251 MB of a real model).
+        let want = have.saturating_add(needed);
+        if have < file_size && want > file_size {
+            let missing = want - file_size;
+            return Err(D::wrap(path, decoder.end_of_input_at(&buf, file_size, missing)));
+        }
         let end = have.saturating_add(needed.max(window)).min(file_size);
         if end <= have {
             return Err(D::wrap(path, decoder.end_of_input(&buf)));
@@ -140,6 +164,11 @@ pub(crate) fn fill<D: ChunkDecoder>(
         let add = end - have;
         let too_large = || StreamError::TooLarge { what: "header buffer".into(), bytes: end };
         let add_usize = usize::try_from(add).map_err(|_| too_large())?;
+        if add_usize > SPARSE_READ {
+            reads += read_sparse(&mut buf, source, have, add_usize)
+                .map_err(|e| e.into_stream(path, too_large))?;
+            continue;
+        }
         grow(&mut buf, add_usize).map_err(|_| too_large())?;
         let start = buf.len();
         buf.resize(start.saturating_add(add_usize), 0);
@@ -148,6 +177,71 @@ pub(crate) fn fill<D: ChunkDecoder>(
         reads += 1;
     }
     Ok(Filled { buf, reads })
+}
+
+/// Reads larger than this go through [`read_sparse`].
+const SPARSE_READ: usize = 1 << 20;
+
+/// Why [`read_sparse`] failed.
+enum SparseError {
+    Alloc,
+    Read { offset: u64, len: u64, err: std::io::Error },
+}
+
+impl SparseError {
+    fn into_stream(self, path: Option<&Path>, too_large: impl Fn() -> StreamError) -> StreamError {
+        match self {
+            SparseError::Alloc => too_large(),
+            SparseError::Read { offset, len, err } => StreamError::read(path, offset, len, err),
+        }
+    }
+}
+
+/// Appends the `add` bytes at `have` to `buf` without making the zero runs among them
+/// resident: the buffer moves into one zeroed allocation of the final length (fresh zero
+/// pages, which the system does not back with memory until written), and the bytes are read
+/// in [`SPARSE_READ`]-byte pieces through a scratch buffer, each copied in only when it holds
+/// a non-zero byte. A large `general.alignment` (2^27: 128 MiB of zero padding before the data
+/// section) thus costs address space, not memory; the parser still sees every byte (and warns
+/// about non-zero padding). Returns the reads made.
+fn read_sparse(
+    buf: &mut Vec<u8>,
+    source: &dyn ReadAt,
+    have: u64,
+    add: usize,
+) -> Result<u64, SparseError> {
+    let start = buf.len();
+    let total = start.checked_add(add).ok_or(SparseError::Alloc)?;
+    // `vec![0; n]` is one zeroed allocation (calloc: fresh pages are not written). It aborts
+    // rather than failing on exhaustion, but `total` is within the limits the decoder checked
+    // and the bytes the source has (the caller clamps to both).
+    let mut grown = vec![0u8; total];
+    if let Some(dst) = grown.get_mut(..start) {
+        dst.copy_from_slice(buf);
+    }
+    *buf = Vec::new();
+    let mut scratch = vec![0u8; SPARSE_READ];
+    let mut at = start;
+    let mut reads = 0u64;
+    while at < total {
+        let n = (total - at).min(SPARSE_READ);
+        let piece = scratch.get_mut(..n).unwrap_or_default();
+        let offset = have + (at - start) as u64;
+        source.read_exact_at(offset, piece).map_err(|err| SparseError::Read {
+            offset,
+            len: n as u64,
+            err,
+        })?;
+        reads += 1;
+        if piece.iter().any(|&b| b != 0)
+            && let Some(dst) = grown.get_mut(at..at + n)
+        {
+            dst.copy_from_slice(piece);
+        }
+        at += n;
+    }
+    *buf = grown;
+    Ok(reads)
 }
 
 /// Makes room for `add` more bytes: exactly, or 1.25× the current length if that is more,

@@ -269,7 +269,7 @@ fn gguf_to_llmw(src: &GgufFile, args: &ConvertArgs) -> Result<Done, Exit> {
         };
         match added {
             Ok(()) => kept.push(key),
-            Err(e) => unsupported.push((key, escape::str(&e.to_string()).into_owned())),
+            Err(e) => unsupported.push((key, escape::message(&e.to_string()).into_owned())),
         }
     }
     let mut dropped_unsupported = unsupported_keys(unsupported, args, Format::Llmw)?;
@@ -293,7 +293,7 @@ fn gguf_to_llmw(src: &GgufFile, args: &ConvertArgs) -> Result<Done, Exit> {
                 from,
                 to: 0,
             }),
-            Err(e) => bad_tensors.push(escape::str(&e.to_string()).into_owned()),
+            Err(e) => bad_tensors.push(escape::message(&e.to_string()).into_owned()),
         }
     }
     if !bad_tensors.is_empty() {
@@ -353,7 +353,7 @@ fn llmw_to_gguf(src: &ModelFile, file: &File, args: &ConvertArgs) -> Result<Done
         });
     }
     let layout = writer.layout().map_err(|e| {
-        usage_error(&format!("the GGUF header is invalid: {}", escape::str(&e.to_string())))
+        usage_error(&format!("the GGUF header is invalid: {}", escape::message(&e.to_string())))
     })?;
     let planned: Vec<Planned> = llmw
         .tensors()
@@ -476,7 +476,7 @@ fn write_check_and_commit<T, E: std::fmt::Display>(
     if let Err(e) = write(&tmp) {
         return Err(usage_error(&format!(
             "writing {out_name} failed: {}; {out_name} was not changed",
-            escape::str(&e.to_string())
+            escape::message(&e.to_string())
         )));
     }
     let fail = |msg: String| {
@@ -495,7 +495,7 @@ fn write_check_and_commit<T, E: std::fmt::Display>(
             _ => Model::from(ModelFile::from_backing(backing, &OpenOptions::default())?),
         })
     })()
-    .map_err(|e| fail(format!("it does not re-open: {}", escape::str(&e.to_string()))))?;
+    .map_err(|e| fail(format!("it does not re-open: {}", escape::message(&e.to_string()))))?;
     let written: &dyn WeightSource = reopened.as_weight_source();
     let n_keys = written.meta_keys().count();
     if n_keys != kept.len() {

@@ -147,12 +147,12 @@ pub fn pending_refusal(model: &Path, what: &str) -> Option<String> {
 /// An error of the in-place rewrite or of `--recover` as a sentence: the streaming crate's
 /// message, with what to run where the command line has the answer.
 fn in_place_message(e: &StreamError) -> String {
-    let msg = escape::str(&e.to_string()).into_owned();
+    let msg = escape::message(&e.to_string()).into_owned();
     match e {
         StreamError::InPlaceTorn { path, backup, source, .. } => format!(
             "writing the new header failed: {}; the header may be damaged. Run `sipllm edit \
              --recover {}` to restore it from {}",
-            escape::str(&source.to_string()),
+            escape::message(&source.to_string()),
             display(path),
             display(backup)
         ),
@@ -226,24 +226,38 @@ fn display(p: &Path) -> String {
 
 /// `--set-file KEY=PATH`: the file's bytes as a string value; they must be UTF-8 and within
 /// the parser's string limit (or the edited file would not re-open).
+///
+/// PATH may be a regular file or a stream (`/dev/stdin`, a shell's `<(…)`, a FIFO): it is
+/// opened without blocking and at most the limit + 1 bytes are read from it, whatever it is
+/// ([`sipllm_streaming::read_capped`]), so `/dev/zero` or an endless pipe is refused once past
+/// the limit; a stream that delivers nothing (a FIFO without a writer) is refused, not read as
+/// an empty value.
 fn parse_set_file(spec: &str) -> Result<Edit, String> {
     let (key, path) = values::split_key(spec, "KEY=PATH, e.g. tokenizer.chat_template=t.jinja")?;
     let path = PathBuf::from(path);
     let what = || format!("{}: {}", quoted(spec), display(&path));
     let max = Limits::default().max_string_len;
-    let meta = std::fs::metadata(&path).map_err(|e| format!("{}: cannot read it: {e}", what()))?;
-    if meta.is_dir() {
-        return Err(format!("{}: is a directory, not a file", what()));
-    }
-    if meta.len() > max {
-        return Err(format!(
-            "{}: {} bytes; a GGUF string may hold at most {} bytes",
+    let bytes = sipllm_streaming::read_capped(&path, max).map_err(|e| match e {
+        StreamError::InputTooLarge { max, .. } => format!(
+            "{}: more than {} bytes (reading stopped there); a GGUF string may hold at most {} \
+             bytes",
             what(),
-            group(meta.len()),
+            group(max),
             group(max)
-        ));
-    }
-    let bytes = std::fs::read(&path).map_err(|e| format!("{}: cannot read it: {e}", what()))?;
+        ),
+        StreamError::InputEmptyStream { kind, .. } => format!(
+            "{}: {kind} that delivered no bytes (a FIFO with no writer?); start its writer \
+             first, or give a file",
+            what()
+        ),
+        StreamError::Open { source, .. } if source.kind() == std::io::ErrorKind::IsADirectory => {
+            format!("{}: is a directory, not a file", what())
+        }
+        StreamError::Open { source, .. } | StreamError::Io { source, .. } => {
+            format!("{}: cannot read it: {source}", what())
+        }
+        e => format!("{}: {}", what(), escape::message(&e.to_string())),
+    })?;
     if let Err(e) = std::str::from_utf8(&bytes) {
         return Err(format!(
             "{}: not UTF-8 text (invalid byte at offset {}); GGUF strings are UTF-8",
@@ -480,7 +494,7 @@ fn render(v: &Value<'_>) -> String {
 
 /// A writer error as a sentence.
 fn writer_error(e: &WriteError) -> String {
-    escape::str(&e.to_string()).into_owned()
+    escape::message(&e.to_string()).into_owned()
 }
 
 /// One tensor of the plan: where its bytes come from and where they must end up.
@@ -671,7 +685,7 @@ fn stream_failure(out: &Path, e: &StreamError) -> Exit {
     usage_error(&format!(
         "writing {} failed: {}; {} was not changed",
         display(out),
-        escape::str(&e.to_string()),
+        escape::message(&e.to_string()),
         display(out)
     ))
 }
@@ -682,7 +696,7 @@ fn stream_failure(out: &Path, e: &StreamError) -> Exit {
 pub fn source_reader(file: &File, path: &Path) -> Result<FileBacking, String> {
     let clone = file.try_clone().map_err(|e| format!("cannot reopen the source: {e}"))?;
     FileBacking::from_file(clone, path, Backend::Pread)
-        .map_err(|e| format!("cannot reopen the source: {}", escape::str(&e.to_string())))
+        .map_err(|e| format!("cannot reopen the source: {}", escape::message(&e.to_string())))
 }
 
 /// Re-opens what was written (still the temporary) under the strict profile and checks it
@@ -699,7 +713,7 @@ pub fn check_written(
     let file = tmp.file().try_clone().map_err(|e| e.to_string())?;
     let backing = FileBacking::from_file(file, out, Backend::Pread).map_err(|e| e.to_string())?;
     let written = GgufFile::from_backing(backing, &OpenOptions::default())
-        .map_err(|e| format!("it does not re-open: {}", escape::str(&e.to_string())))?;
+        .map_err(|e| format!("it does not re-open: {}", escape::message(&e.to_string())))?;
     let gguf = written.gguf();
     let header = gguf.bytes().get(..usize::try_from(header_len).unwrap_or(usize::MAX));
     let got = header.map(xxhash_rust::xxh3::xxh3_64);
@@ -752,10 +766,10 @@ pub fn check_tensors(
             };
             source
                 .read_exact_at(from, x)
-                .map_err(|e| format!("reading the source: {}", escape::str(&e.to_string())))?;
+                .map_err(|e| format!("reading the source: {}", escape::message(&e.to_string())))?;
             written
                 .read_raw_at(to, y)
-                .map_err(|e| format!("reading it back: {}", escape::str(&e.to_string())))?;
+                .map_err(|e| format!("reading it back: {}", escape::message(&e.to_string())))?;
             if x != y {
                 return Err(format!(
                     "tensor {}: the bytes at +{rel} differ from the source's",
@@ -888,6 +902,15 @@ fn rewrite_header(
                  value a few bytes longer or shorter"
             )));
         }
+        Err(WriteError::PaddingTooLarge { len, max }) => {
+            return Err(usage_error(&format!(
+                "the edited header would need a padding string of {} bytes to keep {name}'s \
+                 data in place, more than the {} a GGUF string may hold; use -o OUT to write a \
+                 new file",
+                group(len),
+                group(max)
+            )));
+        }
         Err(e) => return Err(invalid(&e)),
     };
     place_padding(&mut writer, gguf);
@@ -995,8 +1018,8 @@ fn check_in_place(
             &OpenOptions::default(),
         )
     };
-    let written =
-        reopen().map_err(|e| format!("it does not re-open: {}", escape::str(&e.to_string())))?;
+    let written = reopen()
+        .map_err(|e| format!("it does not re-open: {}", escape::message(&e.to_string())))?;
     let header = written.gguf().bytes().get(..usize::try_from(len).unwrap_or(usize::MAX));
     if header.map(xxhash_rust::xxh3::xxh3_64) != Some(hash) {
         return Err("its header differs from the one written".to_owned());

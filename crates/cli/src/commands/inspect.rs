@@ -305,7 +305,7 @@ fn metadata(
     for e in entries {
         table.row(vec![
             e.index.to_string(),
-            escape::text(e.key).into_owned(),
+            escape::name(e.key).into_owned(),
             e.value.type_name().to_owned(),
             one_line(&e.value, budget),
         ]);
@@ -346,7 +346,7 @@ pub fn tensor_table(out: &mut dyn Write, tensors: &[&TensorRow<'_>]) -> io::Resu
         let shape: Vec<String> = t.shape().iter().map(u64::to_string).collect();
         let mut row = vec![
             t.index.to_string(),
-            escape::text(t.name).into_owned(),
+            escape::name(t.name).into_owned(),
             type_name(t.ggml_type),
             format!("[{}]", shape.join(", ")),
         ];
@@ -369,7 +369,7 @@ fn warnings(out: &mut dyn Write, view: &View<'_>) -> io::Result<()> {
     writeln!(out, "\nwarnings ({})", view.warnings.len())?;
     for w in &view.warnings {
         let file = w.shard.map(|s| format!(" in file {}", s + 1)).unwrap_or_default();
-        let message = escape::str(&w.located_message()).into_owned();
+        let message = escape::message(&w.located_message()).into_owned();
         writeln!(out, "  {}{file} at 0x{:x}: {message}", w.code, w.offset)?;
     }
     writeln!(out, "  (`sipllm validate` shows each with the bytes concerned)")

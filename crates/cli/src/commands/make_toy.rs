@@ -19,7 +19,7 @@ pub fn run(args: &MakeToyArgs) -> io::Result<Exit> {
             return Ok(usage_error(&format!(
                 "cannot write the toy model into {}: {}",
                 escape::str(&args.out_dir.display().to_string()),
-                escape::str(&e.to_string())
+                escape::message(&e.to_string())
             )));
         }
     };

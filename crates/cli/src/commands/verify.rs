@@ -66,7 +66,15 @@ pub struct ManifestLine {
     pub name: String,
 }
 
-/// Parses a manifest: `<hex>  <size>  <name>` per line; empty lines are skipped.
+/// A tensor name as a manifest line holds it: escaped by [`escape::text`], which escapes the
+/// backslash, every control character (line feeds included) and every byte that is not UTF-8,
+/// so each name is one line and two different names never encode alike.
+pub fn manifest_name(name: &[u8]) -> String {
+    escape::text(name).into_owned()
+}
+
+/// Parses a manifest: `<hex>  <size>  <name>` per line; empty lines are skipped. The name is
+/// everything after the second double space, encoded by [`manifest_name`].
 pub fn parse_manifest(text: &str) -> Result<Vec<ManifestLine>, String> {
     let mut lines = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -153,13 +161,20 @@ pub fn run(args: &VerifyArgs, ctx: &Ctx) -> io::Result<Exit> {
     }
     bar.finish_and_clear();
     let elapsed = started.elapsed();
+    // The names as the file stores them where they are at hand (a single GGUF file), so a
+    // leniently read name that is not UTF-8 keeps its bytes instead of a lossy U+FFFD.
+    let raw: Vec<&[u8]> = match (opened.gguf(), opened.split()) {
+        (Some(g), None) => g.tensors().map(|t| t.name.as_bytes()).collect(),
+        _ => Vec::new(),
+    };
     let lines: Vec<ManifestLine> = tensors
         .iter()
+        .enumerate()
         .zip(hashes)
-        .map(|(t, h)| ManifestLine {
+        .map(|((i, t), h)| ManifestLine {
             hash: h.unwrap_or_default(),
             size: t.nbytes.unwrap_or(0),
-            name: escape::str(&t.name).into_owned(),
+            name: manifest_name(raw.get(i).copied().unwrap_or(t.name.as_bytes())),
         })
         .collect();
 
@@ -319,6 +334,39 @@ mod tests {
 
     fn line(hash: &str, size: u64, name: &str) -> ManifestLine {
         ManifestLine { hash: hash.into(), size, name: name.into() }
+    }
+
+    /// The manifest encoding is unambiguous: tricky names (line breaks, backslashes, double
+    /// and edge spaces, escapes spelled out, bytes that are not UTF-8) encode to distinct
+    /// single-line fields that parse back to themselves.
+    #[test]
+    fn manifest_names_encode_unambiguously_and_parse_back() {
+        let names: [&[u8]; 14] = [
+            b"a\nb",
+            b"a\\nb",
+            b"a  b",
+            b"  lead",
+            b"trail  ",
+            b"\\",
+            b"\\\\",
+            b"x\x1b",
+            b"x\\u{1b}",
+            b"",
+            b"\r",
+            b"\xff",
+            b"\\xff",
+            "\u{2028}".as_bytes(),
+        ];
+        let encoded: Vec<String> = names.iter().map(|n| manifest_name(n)).collect();
+        let mut distinct = encoded.clone();
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(distinct.len(), names.len(), "{encoded:?}");
+        let text: String = encoded.iter().map(|n| format!("ab  1  {n}\n")).collect();
+        let parsed = parse_manifest(&text).unwrap();
+        let back: Vec<&str> = parsed.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(back, encoded);
+        assert!(encoded.iter().all(|n| !n.contains(['\n', '\r'])));
     }
 
     #[test]

@@ -8,6 +8,11 @@
 //! line and paragraph separators) and bytes that are not UTF-8 are written as escapes:
 //! `\n`, `\r`, `\t`, `\u{1b}`, `\u{202e}`, `\xff`. Everything else, including non-ASCII text
 //! (CJK, emoji, `Ġ`), is shown as is.
+//!
+//! The backslash itself is always escaped (`\\`), so the encoding is unambiguous: a name
+//! holding a line feed (`a\nb`) and one holding a backslash and an `n` (`a\\nb`) never print
+//! alike, and every escaped text decodes to exactly one byte string. The `verify` manifest
+//! relies on that to name tensors one line each.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -30,10 +35,14 @@ pub fn is_unsafe_char(c: char) -> bool {
 /// How a string is escaped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
-    /// Bare text: only unsafe characters are escaped.
+    /// Bare text: unsafe characters and the backslash are escaped.
     Bare,
-    /// Inside double quotes: `"` and `\` are escaped too, so the result reads back unambiguously.
+    /// Inside double quotes: `"` is escaped too, so the quoted text ends at its closing quote.
     Quoted,
+    /// A message sipllm's libraries composed (an error's `Display`): what came from the file
+    /// in it is already escaped there, Rust-style (`"a\\nb"`), so only unsafe characters are
+    /// escaped, as a safety net, and its backslashes are left as they are.
+    Message,
 }
 
 /// Escapes `bytes` (UTF-8, or not) for a terminal, without surrounding quotes.
@@ -41,7 +50,7 @@ pub enum Style {
 /// Borrows when nothing needs escaping, which is the common case.
 pub fn text(bytes: &[u8]) -> Cow<'_, str> {
     if let Ok(s) = simdutf8::basic::from_utf8(bytes)
-        && !s.chars().any(is_unsafe_char)
+        && !s.chars().any(|c| c == '\\' || is_unsafe_char(c))
     {
         return Cow::Borrowed(s);
     }
@@ -53,6 +62,32 @@ pub fn text(bytes: &[u8]) -> Cow<'_, str> {
 /// Escapes a `&str` for a terminal, without surrounding quotes.
 pub fn str(s: &str) -> Cow<'_, str> {
     text(s.as_bytes())
+}
+
+/// A key or tensor name for a table: escaped like [`text`], and past
+/// [`MAX_SHOWN_NAME`](sipllm_gguf::MAX_SHOWN_NAME) characters cut, with the marker
+/// `… (N bytes)` giving the whole length, so an 8 MiB name is one bounded cell.
+pub fn name(bytes: &[u8]) -> Cow<'_, str> {
+    let max = sipllm_gguf::MAX_SHOWN_NAME;
+    if bytes.len() <= max {
+        return text(bytes);
+    }
+    let mut out = String::with_capacity(max + 24);
+    if push(&mut out, bytes, Style::Bare, max) {
+        let _ = write!(out, "… ({} bytes)", bytes.len());
+    }
+    Cow::Owned(out)
+}
+
+/// Makes a message sipllm composed safe for a terminal ([`Style::Message`]): unsafe
+/// characters are escaped, backslashes (the message's own escapes) are not.
+pub fn message(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_unsafe_char) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    push(&mut out, s.as_bytes(), Style::Message, usize::MAX);
+    Cow::Owned(out)
 }
 
 /// `bytes` escaped and in double quotes: `"tok\"en\n"`.
@@ -85,7 +120,7 @@ pub fn push(out: &mut String, bytes: &[u8], style: Style, max_chars: usize) -> b
                 '\r' => "\\r".into(),
                 '\t' => "\\t".into(),
                 '"' if style == Style::Quoted => "\\\"".into(),
-                '\\' if style == Style::Quoted => "\\\\".into(),
+                '\\' if style != Style::Message => "\\\\".into(),
                 c if is_unsafe_char(c) => format!("\\u{{{:x}}}", c as u32).into(),
                 c => Cow::Borrowed(&*c.encode_utf8(&mut buf)),
             };
@@ -133,7 +168,35 @@ mod tests {
     #[test]
     fn quoted_escapes_quotes_and_backslashes() {
         assert_eq!(quoted(br#"say "hi" \o/"#), r#""say \"hi\" \\o/""#);
-        assert_eq!(text(br#"a"b\c"#), r#"a"b\c"#);
+        assert_eq!(text(br#"a"b\c"#), r#"a"b\\c"#);
+    }
+
+    /// A line feed and a backslash followed by `n` escape differently, in both styles.
+    #[test]
+    fn the_backslash_is_escaped_so_escapes_are_unambiguous() {
+        assert_eq!(text(b"a\nb"), "a\\nb");
+        assert_eq!(text(b"a\\nb"), "a\\\\nb");
+        assert_ne!(text(b"a\nb"), text(b"a\\nb"));
+        assert_ne!(quoted(b"a\nb"), quoted(b"a\\nb"));
+        assert_eq!(text(b"\\xff"), "\\\\xff");
+        assert_ne!(text(b"\\xff"), text(b"\xff"));
+    }
+
+    #[test]
+    fn long_names_are_cut_with_their_length() {
+        let long = vec![b'a'; 1 << 20];
+        let shown = name(&long);
+        assert_eq!(shown, format!("{}… (1048576 bytes)", "a".repeat(sipllm_gguf::MAX_SHOWN_NAME)));
+        assert_eq!(name(b"blk.0.attn_q.weight"), "blk.0.attn_q.weight");
+        let edge = vec![b'\n'; sipllm_gguf::MAX_SHOWN_NAME];
+        // A name within the limit is shown whole, however it escapes (at most 10 × longer).
+        assert_eq!(name(&edge), "\\n".repeat(sipllm_gguf::MAX_SHOWN_NAME));
+    }
+
+    #[test]
+    fn messages_keep_their_own_escapes() {
+        assert_eq!(message(r#"metadata[0] "a\u{1b}b""#), r#"metadata[0] "a\u{1b}b""#);
+        assert_eq!(message("raw\x1b here"), "raw\\u{1b} here");
     }
 
     #[test]

@@ -9,8 +9,11 @@
 //! * `edit`: `edit` out of place and in place, every refusal, crashes and recovery;
 //! * `convert`: `convert` round trips and refusals, and `make-toy`;
 //! * `split`: `split` and `merge`, and every reading command on a split set;
-//! * `terminal`: colors and binary output on a pseudo-terminal.
+//! * `terminal`: colors and binary output on a pseudo-terminal;
+//! * `bounds`: bounded memory and output on hostile inputs, special files, unambiguous escaping;
+//! * `peak_memory`: the peak RSS of every command over hostile inputs and real models.
 
+mod bounds;
 mod commands;
 mod convert;
 mod corpus;
@@ -18,6 +21,7 @@ mod edit;
 mod exit_codes;
 mod files;
 mod golden;
+mod peak_memory;
 mod split;
 mod support;
 mod terminal;
