@@ -36,7 +36,7 @@ use sipllm_llmw::ModelWriter;
 use sipllm_streaming::write::{AtomicFile, GgufFileBuilder, TensorData, write_llmw_into};
 use sipllm_streaming::{
     Backend, FileBacking, Format, GgufFile, Meta, Model, ModelFile, OpenOptions, ReadAt,
-    StreamError, WeightSource,
+    StreamError, WeightSource, identity,
 };
 
 use crate::cli::ConvertArgs;
@@ -60,6 +60,11 @@ pub fn run(args: &ConvertArgs, ctx: &Ctx) -> io::Result<Exit> {
         Format::Gguf => Format::Llmw,
         _ => Format::Gguf,
     };
+    if let Err(e) =
+        identity::refuse_output_is_open_file(&file, &args.input, &args.output, "the output")
+    {
+        return Ok(report_open_error(&args.input, &e, ctx));
+    }
     let out_name = display(&args.output);
     if args.output.is_dir() {
         return Ok(usage_error(&format!("{out_name} is a directory; give a file name")));

@@ -23,7 +23,8 @@
 //!    missing; the tensors must already lie where the new header puts them. The padding pair
 //!    goes right after the last edited pair, so only the blocks between the first edit and the
 //!    padding change. Then the streaming crate's crash-safe rewrite
-//!    ([`rewrite_header_in_place`]): the old bytes of the changed 4 KiB blocks are saved to a
+//!    ([`rewrite_header_locked`], under an exclusive lock on FILE held from before the plan to
+//!    after the check: a second editor is refused, readers wait): the old bytes of the changed 4 KiB blocks are saved to a
 //!    sidecar (`.NAME.header-backup`, synced, renamed into place), the new bytes are written
 //!    over them and synced, the sidecar is removed. A crash in between leaves the sidecar;
 //!    every later `edit` of FILE refuses ([`pending_refusal`]) until `sipllm edit --recover
@@ -41,7 +42,8 @@ use std::path::{Path, PathBuf};
 use clap::ArgMatches;
 use sipllm_gguf::writer::Value;
 use sipllm_gguf::{GgmlType, Gguf, GgufWriter, Limits, PADDING_KEY, ValueType, WriteError};
-use sipllm_streaming::in_place::{self, BackupDefect, HeaderBackup, rewrite_header_in_place};
+use sipllm_streaming::in_place::{self, BackupDefect, HeaderBackup, rewrite_header_locked};
+use sipllm_streaming::lock::ExclusiveLock;
 use sipllm_streaming::write::{AtomicFile, BuildStats, GgufFileBuilder, TensorData};
 use sipllm_streaming::{
     Backend, FileBacking, GgufFile, Model, OpenOptions, ReadAt, StreamError, WeightSource,
@@ -118,6 +120,16 @@ pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Resu
         Ok(opened) => opened,
         Err(e) => return Ok(report_open_error(&args.file, &e, ctx)),
     };
+    // The in-place writer holds the file exclusively from here to its check: a second editor
+    // is refused, readers wait (docs/writer.md, "Who may read or write while an edit runs").
+    let lock = if args.in_place {
+        match ExclusiveLock::try_new(&file, &args.file) {
+            Ok(lock) => Some(lock),
+            Err(e) => return Ok(usage_error(&in_place_message(&e))),
+        }
+    } else {
+        None
+    };
     let name = display(&args.file);
     if model.gguf().is_none() {
         return Ok(usage_error(&format!(
@@ -125,9 +137,10 @@ pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Resu
              (`sipllm convert {name} model.gguf`), edit that, and convert back if needed"
         )));
     }
-    match &args.output {
-        Some(out) => out_of_place(&args.file, model, &file, edits, out),
-        None => in_place(&args.file, model, &file, edits),
+    match (&args.output, &lock) {
+        (Some(out), _) => out_of_place(&args.file, model, &file, edits, out),
+        (None, Some(lock)) => in_place(lock, model, edits),
+        (None, None) => Ok(usage_error("give -o OUT or --in-place")),
     }
 }
 
@@ -796,9 +809,10 @@ struct Rewritten {
 
 /// The in-place edit: plan a header of exactly the old length, then the crash-safe rewrite;
 /// the source header is dropped before the check re-opens the file.
-fn in_place(path: &Path, model: Model, file: &File, edits: Vec<Edit>) -> io::Result<Exit> {
+fn in_place(lock: &ExclusiveLock<'_>, model: Model, edits: Vec<Edit>) -> io::Result<Exit> {
+    let (path, file) = (lock.path(), lock.file());
     let name = display(path);
-    let done = match rewrite_header(path, &name, &model, file, edits) {
+    let done = match rewrite_header(lock, &name, &model, edits) {
         Ok(Some(done)) => done,
         Ok(None) => {
             let mut o = io::stdout().lock();
@@ -846,12 +860,11 @@ fn in_place(path: &Path, model: Model, file: &File, edits: Vec<Edit>) -> io::Res
 }
 
 /// Plans the new header (same length as the old) and has the streaming crate rewrite it
-/// crash-safely ([`rewrite_header_in_place`]). `Ok(None)`: the edits change nothing.
+/// crash-safely ([`rewrite_header_locked`]). `Ok(None)`: the edits change nothing.
 fn rewrite_header(
-    path: &Path,
+    lock: &ExclusiveLock<'_>,
     name: &str,
     model: &Model,
-    file: &File,
     edits: Vec<Edit>,
 ) -> Result<Option<Rewritten>, Exit> {
     let Some(src) = model.gguf() else {
@@ -911,7 +924,7 @@ fn rewrite_header(
     let Some(old_header) = gguf.bytes().get(..new_header.len()) else {
         return Err(usage_error("the file's header could not be read whole"));
     };
-    let stats = rewrite_header_in_place(file, path, old_header, &new_header)
+    let stats = rewrite_header_locked(lock, old_header, &new_header)
         .map_err(|e| usage_error(&in_place_message(&e)))?;
     if stats.runs.is_empty() {
         return Ok(None);
