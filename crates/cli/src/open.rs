@@ -14,7 +14,7 @@ use sipllm_gguf::{Gguf, ParseOptions, Profile};
 use sipllm_llmw::Llmw;
 use sipllm_streaming::{
     Backend, FileBacking, MemSource, Model, OpenOptions, SplitFile, StreamError, WeightSource,
-    read_header,
+    lock, read_header,
 };
 
 pub use sipllm_streaming::Format;
@@ -122,7 +122,8 @@ impl Opened {
 /// True when an open error means the file itself is invalid (exit code 1): a parse error, an
 /// unknown magic, a file too short for one, tensor data outside the file, a broken split set.
 /// False for I/O and resource problems and for requests that do not fit the file (`split` of
-/// a shard, `merge` of a file that is no set) (exit code 2).
+/// a shard, `merge` of a file that is no set, an output that is the input, a file another
+/// process holds locked) (exit code 2).
 pub fn is_invalid_file(e: &StreamError) -> bool {
     !matches!(
         e,
@@ -135,6 +136,9 @@ pub fn is_invalid_file(e: &StreamError) -> bool {
             | StreamError::SplitNotASet { .. }
             | StreamError::SplitAlreadySplit { .. }
             | StreamError::SplitRefused { .. }
+            | StreamError::OutputIsInput { .. }
+            | StreamError::Locked { .. }
+            | StreamError::SplitTooManyFiles { .. }
     )
 }
 
@@ -187,4 +191,17 @@ pub fn open_sample(settings: &OpenSettings) -> Result<Opened, StreamError> {
 /// over its input).
 pub fn open_with_file(path: &Path, write: bool) -> Result<(File, Model), StreamError> {
     Model::open_with_file(path, write, &OpenSettings::default().options())
+}
+
+/// Opens `path` for a command that writes a model from it, and locks it before anything is
+/// read (the streaming crate's [`lock`](sipllm_streaming::lock) protocol): read-only with a
+/// shared lock (waiting for an in-place edit to finish), or read-write with an exclusive one
+/// (refused at once while another process holds the file). Parse it with [`model_of`].
+pub fn open_locked(path: &Path, write: bool) -> Result<File, StreamError> {
+    lock::open_locked(path, write)
+}
+
+/// Parses the model open as `file` (strict profile, pread; see [`Model::from_file`]).
+pub fn model_of(file: &File, path: &Path) -> Result<Model, StreamError> {
+    Model::from_file(file, path, &OpenSettings::default().options())
 }

@@ -105,6 +105,28 @@ impl Drop for ExclusiveLock<'_> {
     }
 }
 
+/// Opens `path` read-only with a shared lock ([`lock_shared`], waiting at most
+/// [`READ_WAIT`]), or read-write (`write`) with an exclusive one ([`try_lock_exclusive`]):
+/// the file a command writes a model from, locked before a byte of it is read. Parse it with
+/// [`Model::from_file`](crate::Model::from_file).
+///
+/// # Errors
+///
+/// [`StreamError::Open`], [`StreamError::Locked`].
+pub fn open_locked(path: &Path, write: bool) -> Result<File, StreamError> {
+    let file = File::options()
+        .read(true)
+        .write(write)
+        .open(path)
+        .map_err(|source| StreamError::Open { path: path.to_path_buf(), source })?;
+    if write {
+        try_lock_exclusive(&file, path)?;
+    } else {
+        lock_shared(&file, path, READ_WAIT)?;
+    }
+    Ok(file)
+}
+
 enum Attempt {
     Locked,
     Busy,

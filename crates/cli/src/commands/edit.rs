@@ -4,7 +4,7 @@
 //!
 //! 1. **Parse every edit** (the value syntax is in [`crate::values`]), reading `--set-file`
 //!    files, before anything is opened for writing.
-//! 2. **Open FILE** (strict profile) through one file descriptor ([`open_with_file`]); a
+//! 2. **Open FILE** (strict profile) through one file descriptor, locked first ([`open_locked`]); a
 //!    `.llmw` file is refused with a pointer to `convert`.
 //! 3. **Plan**: [`GgufWriter::from_gguf`] over FILE's whole header, then each edit in the order
 //!    given on the command line ([`apply`]): `--set`/`--set-array`/`--set-file` replace a
@@ -51,7 +51,7 @@ use sipllm_streaming::{
 
 use crate::cli::EditArgs;
 use crate::commands::{report_open_error, usage_error};
-use crate::open::open_with_file;
+use crate::open::{model_of, open_locked};
 use crate::render::escape::{self, Style};
 use crate::render::value::{group, type_name};
 use crate::{Ctx, Exit, keys, values};
@@ -94,9 +94,6 @@ pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Resu
     if args.recover {
         return recover(&args.file);
     }
-    if let Some(msg) = pending_refusal(&args.file, "") {
-        return Ok(usage_error(&msg));
-    }
     if let Some(out) = &args.output
         && let Some(msg) = pending_refusal(out, "the output ")
     {
@@ -116,12 +113,15 @@ pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Resu
             "nothing to edit: give --set, --set-array, --set-file, --delete or --rename-tensor",
         ));
     }
-    let (file, model) = match open_with_file(&args.file, args.in_place) {
-        Ok(opened) => opened,
+    // Locked before a byte is read (docs/writer.md, "Who may read or write while an edit
+    // runs"): the in-place writer holds the file exclusively from here to its check, so a
+    // second editor is refused and readers wait; an out-of-place edit reads under a shared
+    // lock, so it never parses a header an in-place edit is rewriting.
+    let file = match open_locked(&args.file, args.in_place) {
+        Ok(file) => file,
+        Err(e @ StreamError::Locked { .. }) => return Ok(usage_error(&in_place_message(&e))),
         Err(e) => return Ok(report_open_error(&args.file, &e, ctx)),
     };
-    // The in-place writer holds the file exclusively from here to its check: a second editor
-    // is refused, readers wait (docs/writer.md, "Who may read or write while an edit runs").
     let lock = if args.in_place {
         match ExclusiveLock::try_new(&file, &args.file) {
             Ok(lock) => Some(lock),
@@ -129,6 +129,14 @@ pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Resu
         }
     } else {
         None
+    };
+    // Under the lock, a backup is an interrupted edit's, never a running one's.
+    if let Some(msg) = pending_refusal(&args.file, "") {
+        return Ok(usage_error(&msg));
+    }
+    let model = match model_of(&file, &args.file) {
+        Ok(model) => model,
+        Err(e) => return Ok(report_open_error(&args.file, &e, ctx)),
     };
     let name = display(&args.file);
     if model.gguf().is_none() {

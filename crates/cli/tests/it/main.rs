@@ -8,6 +8,8 @@
 //! * `commands`: `read`, `verify`, `tensors`, `completions`, `.llmw` files;
 //! * `edit`: `edit` out of place and in place, every refusal, crashes and recovery;
 //! * `convert`: `convert` round trips and refusals, and `make-toy`;
+//! * `safety`: concurrent and interrupted writers, outputs that are inputs, modes, symlinks,
+//!   big split sets, killed re-splits (issue 16);
 //! * `split`: `split` and `merge`, and every reading command on a split set;
 //! * `terminal`: colors and binary output on a pseudo-terminal.
 
@@ -18,6 +20,7 @@ mod edit;
 mod exit_codes;
 mod files;
 mod golden;
+mod safety;
 mod split;
 mod support;
 mod terminal;
