@@ -194,7 +194,7 @@ pub fn open_with_file(path: &Path, write: bool) -> Result<(File, Model), StreamE
 }
 
 /// Opens `path` for a command that writes a model from it, and locks it before anything is
-/// read (the streaming crate's [`lock`](sipllm_streaming::lock) protocol): read-only with a
+/// read (the streaming crate's [`lock`] protocol): read-only with a
 /// shared lock (waiting for an in-place edit to finish), or read-write with an exclusive one
 /// (refused at once while another process holds the file). Parse it with [`model_of`].
 pub fn open_locked(path: &Path, write: bool) -> Result<File, StreamError> {

@@ -617,14 +617,7 @@ pub enum StreamError {
         what: &'static str,
     },
     /// Another process holds an advisory lock on the file ([`crate::lock`]).
-    #[error(
-        "{}",
-        if *exclusive {
-            format!("{} is in use by another process (an in-place edit, or a reader such as                      sipllm verify): it was not changed", path.display())
-        } else {
-            format!("{} is being rewritten in place by another process, which did not finish                      within {} s", path.display(), crate::lock::READ_WAIT.as_secs())
-        }
-    )]
+    #[error("{}", locked(path, *exclusive))]
     Locked {
         /// The file.
         path: PathBuf,
@@ -634,7 +627,8 @@ pub enum StreamError {
     /// The file's header is no longer the one the in-place rewrite was planned from: another
     /// process changed it after it was read. Nothing was written.
     #[error(
-        "{}'s header changed after it was read (another edit finished meanwhile?): the new          header was planned from the old one, so it was not written",
+        "{}'s header changed after it was read (another edit finished meanwhile?): the new \
+         header was planned from the old one, so it was not written",
         path.display()
     )]
     InPlaceChanged {
@@ -643,7 +637,8 @@ pub enum StreamError {
     },
     /// The file is shorter than the header an in-place rewrite was given; nothing was written.
     #[error(
-        "{} is {len} bytes, shorter than the {header_len}-byte header to rewrite in place: it          was not changed",
+        "{} is {len} bytes, shorter than the {header_len}-byte header to rewrite in place: it \
+         was not changed",
         path.display()
     )]
     InPlaceFileTooShort {
@@ -657,7 +652,8 @@ pub enum StreamError {
     /// An in-place rewrite was asked for while the model has a header backup (an interrupted
     /// earlier rewrite); nothing was written.
     #[error(
-        "{} has a header backup, {}, left by an interrupted in-place rewrite: recover it first;          nothing was written",
+        "{} has a header backup, {}, left by an interrupted in-place rewrite: recover it first; \
+         nothing was written",
         path.display(),
         backup.display()
     )]
@@ -670,7 +666,8 @@ pub enum StreamError {
     /// The header backup was made for another file (its device and inode differ: the model was
     /// replaced or copied since); the model was not written.
     #[error(
-        "{} was made for another file than {} (the model was replaced or copied since): it was          not changed",
+        "{} was made for another file than {} (the model was replaced or copied since): it was \
+         not changed",
         backup.display(),
         path.display()
     )]
@@ -684,7 +681,8 @@ pub enum StreamError {
     /// header the backup recorded (its hash), so the backup does not belong to this state of
     /// the file; the model was not written.
     #[error(
-        "{} does not fit {}'s current header: restoring it would not give the header it          recorded, so {} was not changed",
+        "{} does not fit {}'s current header: restoring it would not give the header it \
+         recorded, so {} was not changed",
         backup.display(),
         path.display(),
         path.display()
@@ -731,6 +729,22 @@ fn at(path: &Option<PathBuf>) -> String {
     match path {
         Some(p) => format!("{}: ", p.display()),
         None => String::new(),
+    }
+}
+
+fn locked(path: &Path, exclusive: bool) -> String {
+    if exclusive {
+        format!(
+            "{} is in use by another process (an in-place edit, or a reader such as sipllm \
+             verify): it was not changed",
+            path.display()
+        )
+    } else {
+        format!(
+            "{} is being rewritten in place by another process, which did not finish within {} s",
+            path.display(),
+            crate::lock::READ_WAIT.as_secs()
+        )
     }
 }
 
@@ -1450,6 +1464,58 @@ mod tests {
                 },
                 "stream::in_place::restored_invalid",
             ),
+            (
+                StreamError::OutputIsInput {
+                    input: "m.gguf".into(),
+                    output: "link.gguf".into(),
+                    what: "the manifest",
+                },
+                "stream::write::output_is_input",
+            ),
+            (StreamError::Locked { path: "m.gguf".into(), exclusive: true }, "stream::lock::busy"),
+            (StreamError::InPlaceChanged { path: "m.gguf".into() }, "stream::in_place::changed"),
+            (
+                StreamError::InPlaceFileTooShort { path: "m.gguf".into(), len: 10, header_len: 64 },
+                "stream::in_place::file_too_short",
+            ),
+            (
+                StreamError::InPlacePending {
+                    path: "m.gguf".into(),
+                    backup: ".m.gguf.header-backup".into(),
+                },
+                "stream::in_place::pending",
+            ),
+            (
+                StreamError::InPlaceOtherFile {
+                    path: "m.gguf".into(),
+                    backup: ".m.gguf.header-backup".into(),
+                },
+                "stream::in_place::other_file",
+            ),
+            (
+                StreamError::InPlaceBackupMismatch {
+                    path: "m.gguf".into(),
+                    backup: ".m.gguf.header-backup".into(),
+                },
+                "stream::in_place::backup_mismatch",
+            ),
+            (
+                StreamError::SplitEndianMismatch {
+                    path: Some("m-00002-of-00002.gguf".into()),
+                    expected: sipllm_gguf::Endian::Little,
+                    found: sipllm_gguf::Endian::Big,
+                    reference: Some("m-00001-of-00002.gguf".into()),
+                },
+                "stream::split::endian_mismatch",
+            ),
+            (
+                StreamError::SplitTooManyFiles {
+                    set: "m-00001-of-04000.gguf".into(),
+                    count: 4000,
+                    limit: 1024,
+                },
+                "stream::split::too_many_files",
+            ),
         ];
         let mut codes: Vec<&str> = cases.iter().map(|(e, _)| e.code()).collect();
         for (err, code) in &cases {
@@ -1492,6 +1558,21 @@ mod tests {
         assert_eq!(
             split("stream::split::key_mismatch").unwrap(),
             "m.gguf: split.count is 4 here, but 3 in the source"
+        );
+        assert_eq!(
+            split("stream::write::output_is_input").unwrap(),
+            "the manifest link.gguf is the input m.gguf (another name for it): writing it would \
+             destroy the input; nothing was written"
+        );
+        assert_eq!(
+            split("stream::split::endian_mismatch").unwrap(),
+            "m-00002-of-00002.gguf: the shard is big-endian, but m-00001-of-00002.gguf is \
+             little-endian: one set has one byte order"
+        );
+        assert_eq!(
+            split("stream::lock::busy").unwrap(),
+            "m.gguf is in use by another process (an in-place edit, or a reader such as sipllm \
+             verify): it was not changed"
         );
     }
 
