@@ -339,9 +339,9 @@ pub fn merge(shard: &Path, out: &Path, options: &OpenOptions) -> Result<WrittenF
     let mut files: Vec<&File> = Vec::with_capacity(set.shard_count());
     for s in set.shards() {
         let path = s.path().unwrap_or(shard);
-        let file = s.file().ok_or_else(|| StreamError::SplitNotASet {
-            path: Some(path.to_path_buf()),
-            count: keys.count,
+        let file = s.file().ok_or_else(|| StreamError::Open {
+            path: path.to_path_buf(),
+            source: io::Error::new(io::ErrorKind::Unsupported, "the shard is not a local file"),
         })?;
         refuse_output_is_open_file(file, path, out, "the output")?;
         files.push(file);
