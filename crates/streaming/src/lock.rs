@@ -17,6 +17,12 @@
 //! tool, `cp`, `dd`) are not stopped. A file system without `flock` support is read and
 //! written unlocked (the writer's re-check of the header still refuses a lost update there).
 //! Without Unix, locking is a no-op.
+//!
+//! Locks of two opens of one file conflict within one process too: a program that has a model
+//! open through [`FileBacking::open`](crate::FileBacking::open) and rewrites its header in
+//! place through another descriptor is refused; it closes the reader first (or rewrites
+//! through a [`FileBacking::from_file`](crate::FileBacking::from_file) of the writer's
+//! descriptor, which takes no lock).
 
 use std::fs::File;
 use std::path::Path;

@@ -334,8 +334,20 @@ pub fn merge(shard: &Path, out: &Path, options: &OpenOptions) -> Result<WrittenF
         });
     }
     let set = SplitFile::from_shard(shard, first, options)?;
-    // Every shard's data is copied from the descriptor its header was read through, held
-    // since the set was opened: a shard replaced on disk meanwhile cannot slip in.
+    merge_set(&set, out)
+}
+
+/// [`merge`] of a set already opened ([`SplitFile::open`], [`SplitFile::open_paths`], or
+/// [`SplitFile::from_files`] over files): every shard's data is copied from the descriptor its
+/// header was read through, held since the set was opened, so a shard replaced on disk
+/// meanwhile cannot put its bytes under the old header.
+///
+/// # Errors
+///
+/// [`StreamError::OutputIsInput`] when `out` is one of the shards; [`StreamError::Open`] for a
+/// shard held in memory (not a file); the write's errors.
+pub fn merge_set(set: &SplitFile, out: &Path) -> Result<WrittenFile, StreamError> {
+    let shard = set.path().unwrap_or(Path::new("the set"));
     let mut files: Vec<&File> = Vec::with_capacity(set.shard_count());
     for s in set.shards() {
         let path = s.path().unwrap_or(shard);
