@@ -45,10 +45,13 @@ pub struct AtomicFile {
 impl AtomicFile {
     /// Creates a fresh temporary file (`.NAME.PID-N.tmp`) next to `dest` — next to the file
     /// it points at, when `dest` is a symlink ([`identity::resolve`]) — and locks it
-    /// (exclusively, for as long as it lives: see [`remove_stale_temps`]).
+    /// (exclusively, for as long as it lives: see [`remove_stale_temps`]). A `dest` that
+    /// exists and is not a regular file (a device, a FIFO, a directory) is refused
+    /// ([`io::ErrorKind::InvalidInput`]): it is never replaced.
     pub fn create(dest: impl AsRef<Path>) -> io::Result<AtomicFile> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let dest = identity::resolve(dest.as_ref());
+        refuse_special(&dest)?;
         let name = dest
             .file_name()
             .ok_or_else(|| {
@@ -94,6 +97,7 @@ impl AtomicFile {
     /// there is one; the owner only where the process may set it), renames it over the
     /// destination, and syncs the directory so the rename itself survives a crash.
     pub fn commit(mut self) -> io::Result<()> {
+        refuse_special(&self.dest)?;
         let file = self.file.take().expect("an AtomicFile holds its file until commit");
         if let Ok(old) = std::fs::metadata(&self.dest)
             && old.is_file()
@@ -190,6 +194,18 @@ impl Drop for ClosedTemp {
         if !self.tmp.as_os_str().is_empty() {
             let _ = std::fs::remove_file(&self.tmp);
         }
+    }
+}
+
+/// Refuses a destination that exists and is not a regular file (a device such as `/dev/null`,
+/// a FIFO, a directory, a socket): renaming over it would replace it with a regular file.
+fn refuse_special(dest: &Path) -> io::Result<()> {
+    match std::fs::metadata(dest) {
+        Ok(m) if !m.is_file() => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the destination exists and is not a regular file; it is not replaced",
+        )),
+        _ => Ok(()),
     }
 }
 
