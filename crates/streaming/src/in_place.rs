@@ -22,9 +22,9 @@
 //! [`rewrite_header_in_place`] runs them in order, under an exclusive advisory lock on the
 //! model ([`crate::lock`]: a second editor is refused, readers wait) and after checking, under
 //! that lock, that the model's header is still the one the new header was planned from (a
-//! concurrent edit that finished first is never silently undone). If step 2 fails it writes the old bytes back
-//! itself and removes the backup ([`StreamError::InPlaceRolledBack`]); if that fails too, the
-//! backup stays ([`StreamError::InPlaceTorn`]).
+//! concurrent edit that finished first is never silently undone). If step 2 fails it writes
+//! the old bytes back itself and removes the backup ([`StreamError::InPlaceRolledBack`]); if
+//! that fails too, the backup stays ([`StreamError::InPlaceTorn`]).
 //!
 //! A crash before step 1 completes leaves the model untouched (and at most a stray
 //! temporary). A crash after it leaves the backup: [`HeaderBackup::pending`] tells a caller
@@ -176,8 +176,9 @@ impl HeaderBackup {
         let id = FileId::of_metadata(&meta);
         let record = encode(model_len, &id, old_header, runs).map_err(fail)?;
         let tmp = AtomicFile::create(&path).map_err(fail)?;
-        // The backup holds the model's header: it is as private as the model.
-        tmp.file().set_permissions(meta.permissions()).map_err(fail)?;
+        // The backup holds the model's header: it is as private as the model (its permission
+        // bits; no set-id or sticky bits).
+        tmp.file().set_permissions(backup_permissions(&meta)).map_err(fail)?;
         tmp.file().write_all_at(&record, 0).map_err(fail)?;
         match tmp.commit_new() {
             Ok(()) => Ok(HeaderBackup { model: model.to_path_buf(), path }),
@@ -215,6 +216,19 @@ impl HeaderBackup {
             recovered,
             source,
         })
+    }
+}
+
+/// The model's read/write/execute permission bits, for its backup.
+fn backup_permissions(model: &std::fs::Metadata) -> std::fs::Permissions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::Permissions::from_mode(model.permissions().mode() & 0o777)
+    }
+    #[cfg(not(unix))]
+    {
+        model.permissions()
     }
 }
 

@@ -24,8 +24,9 @@
 //!    goes right after the last edited pair, so only the blocks between the first edit and the
 //!    padding change. Then the streaming crate's crash-safe rewrite
 //!    ([`rewrite_header_locked`], under an exclusive lock on FILE held from before the plan to
-//!    after the check: a second editor is refused, readers wait): the old bytes of the changed 4 KiB blocks are saved to a
-//!    sidecar (`.NAME.header-backup`, synced, renamed into place), the new bytes are written
+//!    after the check: a second editor is refused, readers wait): the old bytes of the changed
+//!    4 KiB blocks are saved to a sidecar (`.NAME.header-backup`, synced, linked into place
+//!    only if none exists), the new bytes are written
 //!    over them and synced, the sidecar is removed. A crash in between leaves the sidecar;
 //!    every later `edit` of FILE refuses ([`pending_refusal`]) until `sipllm edit --recover
 //!    FILE` ([`in_place::recover`]) puts the old bytes back.
