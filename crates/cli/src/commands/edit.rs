@@ -43,6 +43,7 @@ use std::path::{Path, PathBuf};
 use clap::ArgMatches;
 use sipllm_gguf::writer::Value;
 use sipllm_gguf::{GgmlType, Gguf, GgufWriter, Limits, PADDING_KEY, ValueType, WriteError};
+use sipllm_streaming::identity;
 use sipllm_streaming::in_place::{self, BackupDefect, HeaderBackup, rewrite_header_locked};
 use sipllm_streaming::lock::ExclusiveLock;
 use sipllm_streaming::write::{AtomicFile, BuildStats, GgufFileBuilder, TensorData};
@@ -95,7 +96,10 @@ pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Resu
     if args.recover {
         return recover(&args.file);
     }
+    // An output with an interrupted edit's backup (an output that is FILE is checked with
+    // FILE, under its lock, below).
     if let Some(out) = &args.output
+        && !identity::same_file(out, &args.file)
         && let Some(msg) = pending_refusal(out, "the output ")
     {
         return Ok(usage_error(&msg));
@@ -135,6 +139,7 @@ pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Resu
     if let Some(msg) = pending_refusal(&args.file, "") {
         return Ok(usage_error(&msg));
     }
+
     let model = match model_of(&file, &args.file) {
         Ok(model) => model,
         Err(e) => return Ok(report_open_error(&args.file, &e, ctx)),
