@@ -183,20 +183,13 @@ pub fn open_sample(settings: &OpenSettings) -> Result<Opened, StreamError> {
     })
 }
 
-/// Opens `path` (strict profile, pread) for a command that writes a model from it (`edit`,
-/// `convert`): the streaming crate's [`Model::open_with_file`] — one [`File`], read-only or
-/// read-write when `write`, that the returned [`Model`] reads its header through and the
-/// caller hands back to the streaming crate to copy tensor data from or rewrite the header of.
-/// Both therefore see the same file, even if `path` is replaced meanwhile (an output renamed
-/// over its input).
-pub fn open_with_file(path: &Path, write: bool) -> Result<(File, Model), StreamError> {
-    Model::open_with_file(path, write, &OpenSettings::default().options())
-}
-
-/// Opens `path` for a command that writes a model from it, and locks it before anything is
-/// read (the streaming crate's [`lock`] protocol): read-only with a
-/// shared lock (waiting for an in-place edit to finish), or read-write with an exclusive one
-/// (refused at once while another process holds the file). Parse it with [`model_of`].
+/// Opens `path` for a command that writes a model from it (`edit`, `convert`), and locks it
+/// before anything is read (the streaming crate's [`lock`] protocol): read-only with a shared
+/// lock (waiting for an in-place edit to finish), or read-write with an exclusive one (refused
+/// at once while another process holds the file). Parse it with [`model_of`]: the one [`File`]
+/// is what the header is read through and what the caller hands back to the streaming crate to
+/// copy tensor data from or rewrite the header of, so both see the same file, even if `path` is
+/// replaced meanwhile (an output renamed over its input).
 pub fn open_locked(path: &Path, write: bool) -> Result<File, StreamError> {
     lock::open_locked(path, write)
 }
