@@ -41,9 +41,20 @@ struct Repr {
     ino: u64,
 }
 
+/// Without device and inode numbers: a canonical path, or (for an open file, whose path is not
+/// known) a value unique to this call, equal to no other identity.
 #[cfg(not(unix))]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Repr(Option<PathBuf>);
+enum Repr {
+    Path(PathBuf),
+    Unknown(u64),
+}
+
+#[cfg(not(unix))]
+fn unknown() -> Repr {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    Repr::Unknown(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
 
 impl FileId {
     /// The identity of an open file.
@@ -55,7 +66,7 @@ impl FileId {
         #[cfg(not(unix))]
         {
             let _ = file;
-            Ok(FileId(Repr(None)))
+            Ok(FileId(unknown()))
         }
     }
 
@@ -65,7 +76,7 @@ impl FileId {
             #[cfg(unix)]
             Ok(meta) => Ok(Some(FileId::of_metadata(&meta))),
             #[cfg(not(unix))]
-            Ok(_) => Ok(Some(FileId(Repr(Some(std::fs::canonicalize(path)?))))),
+            Ok(_) => Ok(Some(FileId(Repr::Path(std::fs::canonicalize(path)?)))),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e),
         }
@@ -82,7 +93,7 @@ impl FileId {
     /// compare, so it equals no other.
     #[cfg(not(unix))]
     pub fn of_metadata(_meta: &Metadata) -> FileId {
-        FileId(Repr(None))
+        FileId(unknown())
     }
 
     /// `(device, inode)` as the in-place header backup records them (zeros where the platform
