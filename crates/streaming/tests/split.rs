@@ -674,11 +674,13 @@ fn a_failed_split_leaves_no_partial_set_and_merge_never_overwrites_a_shard() {
     let dir = TempDir::new("partial");
     let original = dir.join("m.gguf");
     fs::write(&original, many_tensor_model(6, None)).unwrap();
-    // Shard 2's destination is a directory: the rename onto it fails.
+    // Shard 2's destination is a directory: it is never replaced, and shard 1's complete
+    // temporary is removed again without ever being renamed.
     fs::create_dir(dir.join("m-00002-of-00003.gguf")).unwrap();
     let e = split_file(&original, &SplitOptions::new(SplitLimit::Tensors(2))).unwrap_err();
-    assert_eq!(e.code(), "stream::write::io", "{e}");
-    assert_eq!(dir.names(), ["m-00002-of-00003.gguf", "m.gguf"], "shard 1 was removed again");
+    assert_eq!(e.code(), "stream::write::create", "{e}");
+    assert!(e.to_string().contains("is not a regular file"), "{e}");
+    assert_eq!(dir.names(), ["m-00002-of-00003.gguf", "m.gguf"], "no shard, no temporary left");
     fs::remove_dir(dir.join("m-00002-of-00003.gguf")).unwrap();
 
     let shards = split_file(&original, &SplitOptions::new(SplitLimit::Tensors(2))).unwrap();
