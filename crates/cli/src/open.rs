@@ -14,7 +14,7 @@ use sipllm_gguf::{Gguf, ParseOptions, Profile};
 use sipllm_llmw::Llmw;
 use sipllm_streaming::{
     Backend, FileBacking, MemSource, Model, OpenOptions, SplitFile, StreamError, WeightSource,
-    read_header,
+    lock, read_header,
 };
 
 pub use sipllm_streaming::Format;
@@ -122,8 +122,8 @@ impl Opened {
 /// True when an open error means the file itself is invalid (exit code 1): a parse error, an
 /// unknown magic, a file too short for one, tensor data outside the file, a broken split set.
 /// False for I/O and resource problems (a FIFO or device given as a model included) and for
-/// requests that do not fit the file (`split` of
-/// a shard, `merge` of a file that is no set) (exit code 2).
+/// requests that do not fit the file (`split` of a shard, `merge` of a file that is no set, an
+/// output that is the input, a file another process holds locked) (exit code 2).
 pub fn is_invalid_file(e: &StreamError) -> bool {
     !matches!(
         e,
@@ -139,6 +139,9 @@ pub fn is_invalid_file(e: &StreamError) -> bool {
             | StreamError::SplitNotASet { .. }
             | StreamError::SplitAlreadySplit { .. }
             | StreamError::SplitRefused { .. }
+            | StreamError::OutputIsInput { .. }
+            | StreamError::Locked { .. }
+            | StreamError::SplitTooManyFiles { .. }
     )
 }
 
@@ -183,12 +186,18 @@ pub fn open_sample(settings: &OpenSettings) -> Result<Opened, StreamError> {
     })
 }
 
-/// Opens `path` (strict profile, pread) for a command that writes a model from it (`edit`,
-/// `convert`): the streaming crate's [`Model::open_with_file`] — one [`File`], read-only or
-/// read-write when `write`, that the returned [`Model`] reads its header through and the
-/// caller hands back to the streaming crate to copy tensor data from or rewrite the header of.
-/// Both therefore see the same file, even if `path` is replaced meanwhile (an output renamed
-/// over its input).
-pub fn open_with_file(path: &Path, write: bool) -> Result<(File, Model), StreamError> {
-    Model::open_with_file(path, write, &OpenSettings::default().options())
+/// Opens `path` for a command that writes a model from it (`edit`, `convert`), and locks it
+/// before anything is read (the streaming crate's [`lock`] protocol): read-only with a shared
+/// lock (waiting for an in-place edit to finish), or read-write with an exclusive one (refused
+/// at once while another process holds the file). Parse it with [`model_of`]: the one [`File`]
+/// is what the header is read through and what the caller hands back to the streaming crate to
+/// copy tensor data from or rewrite the header of, so both see the same file, even if `path` is
+/// replaced meanwhile (an output renamed over its input).
+pub fn open_locked(path: &Path, write: bool) -> Result<File, StreamError> {
+    lock::open_locked(path, write)
+}
+
+/// Parses the model open as `file` (strict profile, pread; see [`Model::from_file`]).
+pub fn model_of(file: &File, path: &Path) -> Result<Model, StreamError> {
+    Model::from_file(file, path, &OpenSettings::default().options())
 }

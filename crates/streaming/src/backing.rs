@@ -40,6 +40,12 @@ pub trait ReadAt: Send + Sync {
         let _ = (offset, len);
         Ok(())
     }
+
+    /// The open file behind the source, when it is one: a writer copies tensor data from it in
+    /// the kernel, and checks its identity against its output. The default has none.
+    fn as_file(&self) -> Option<&File> {
+        None
+    }
 }
 
 impl<T: ReadAt + ?Sized> ReadAt for &T {
@@ -51,6 +57,9 @@ impl<T: ReadAt + ?Sized> ReadAt for &T {
     }
     fn prefetch(&self, offset: u64, len: u64) -> io::Result<()> {
         (**self).prefetch(offset, len)
+    }
+    fn as_file(&self) -> Option<&File> {
+        (**self).as_file()
     }
 }
 
@@ -64,6 +73,9 @@ impl<T: ReadAt + ?Sized> ReadAt for Box<T> {
     fn prefetch(&self, offset: u64, len: u64) -> io::Result<()> {
         (**self).prefetch(offset, len)
     }
+    fn as_file(&self) -> Option<&File> {
+        (**self).as_file()
+    }
 }
 
 impl<T: ReadAt + ?Sized> ReadAt for Arc<T> {
@@ -75,6 +87,9 @@ impl<T: ReadAt + ?Sized> ReadAt for Arc<T> {
     }
     fn prefetch(&self, offset: u64, len: u64) -> io::Result<()> {
         (**self).prefetch(offset, len)
+    }
+    fn as_file(&self) -> Option<&File> {
+        (**self).as_file()
     }
 }
 
@@ -211,16 +226,22 @@ impl fmt::Debug for FileBacking {
 
 impl FileBacking {
     /// Opens `path` read-only with the given backend. The open never blocks: a FIFO, socket
-    /// or device is [`StreamError::NotAFile`] (checked on the opened descriptor).
+    /// or device is [`StreamError::NotAFile`] (checked on the opened descriptor). It then takes
+    /// a shared advisory lock held while the backing is open ([`crate::lock`]): if an in-place
+    /// header rewrite holds the file, this waits for it (at most
+    /// [`READ_WAIT`](crate::lock::READ_WAIT)) before reading anything, so a reader never sees a
+    /// half-rewritten header.
     pub fn open(path: impl AsRef<Path>, backend: Backend) -> Result<FileBacking, StreamError> {
         let path = path.as_ref();
         // Not `File::open`: that blocks forever on a FIFO without a writer.
         let file = crate::input::open_regular(path, false)?;
+        crate::lock::lock_shared(&file, path, crate::lock::READ_WAIT)?;
         FileBacking::from_file(file, path, backend)
     }
 
     /// Uses an open file; `path` is only used in error messages. A file that is not a regular
-    /// file is [`StreamError::NotAFile`].
+    /// file is [`StreamError::NotAFile`]. No lock is taken: the file's locks are the caller's
+    /// (a duplicate descriptor shares them).
     pub fn from_file(
         file: File,
         path: impl Into<PathBuf>,
@@ -258,6 +279,12 @@ impl FileBacking {
     /// True for an empty file.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The open file: writers copy tensor data from it in the kernel, so the bytes copied are
+    /// those of the file whose header was parsed, whatever its path names now.
+    pub fn file(&self) -> &File {
+        &self.file
     }
 
     /// Fills `dst` with the bytes at `offset`: `pread(2)` retried on `EINTR` and short reads
@@ -319,6 +346,9 @@ impl ReadAt for FileBacking {
             Some(map) => map.advise_willneed(offset, len),
             None => fadvise_willneed(&self.file, offset, len),
         }
+    }
+    fn as_file(&self) -> Option<&File> {
+        Some(&self.file)
     }
 }
 

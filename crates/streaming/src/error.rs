@@ -628,12 +628,158 @@ pub enum StreamError {
         /// Why the model does not open.
         source: Box<StreamError>,
     },
+    /// A writer was given an output that is one of its inputs (by file identity: a symlink or
+    /// hard link to the input is the input); nothing was written.
+    #[error(
+        "{what} {} is {}: writing it would destroy the input; nothing was written",
+        output.display(),
+        which_input(input, output)
+    )]
+    OutputIsInput {
+        /// The input.
+        input: PathBuf,
+        /// The output given.
+        output: PathBuf,
+        /// What the output is (`the manifest`, `the output`, `shard 2`).
+        what: &'static str,
+    },
+    /// Another process holds an advisory lock on the file ([`crate::lock`]).
+    #[error("{}", locked(path, *exclusive))]
+    Locked {
+        /// The file.
+        path: PathBuf,
+        /// True when an exclusive lock was wanted (the in-place writer), false for a reader.
+        exclusive: bool,
+    },
+    /// The file's header is no longer the one the in-place rewrite was planned from: another
+    /// process changed it after it was read. Nothing was written.
+    #[error(
+        "{}'s header changed after it was read (another edit finished meanwhile?): the new \
+         header was planned from the old one, so it was not written",
+        path.display()
+    )]
+    InPlaceChanged {
+        /// The model.
+        path: PathBuf,
+    },
+    /// The file is shorter than the header an in-place rewrite was given; nothing was written.
+    #[error(
+        "{} is {len} bytes, shorter than the {header_len}-byte header to rewrite in place: it \
+         was not changed",
+        path.display()
+    )]
+    InPlaceFileTooShort {
+        /// The model.
+        path: PathBuf,
+        /// The file's length.
+        len: u64,
+        /// The header's length.
+        header_len: u64,
+    },
+    /// An in-place rewrite was asked for while the model has a header backup (an interrupted
+    /// earlier rewrite); nothing was written.
+    #[error(
+        "{} has a header backup, {}, left by an interrupted in-place rewrite: recover it first; \
+         nothing was written",
+        path.display(),
+        backup.display()
+    )]
+    InPlacePending {
+        /// The model.
+        path: PathBuf,
+        /// The backup.
+        backup: PathBuf,
+    },
+    /// The header backup was made for another file (its device and inode differ: the model was
+    /// replaced or copied since); the model was not written.
+    #[error(
+        "{} was made for another file than {} (the model was replaced or copied since): it was \
+         not changed",
+        backup.display(),
+        path.display()
+    )]
+    InPlaceOtherFile {
+        /// The model.
+        path: PathBuf,
+        /// The backup, kept.
+        backup: PathBuf,
+    },
+    /// Restoring the backup's blocks over the model's current header would not give the
+    /// header the backup recorded (its hash), so the backup does not belong to this state of
+    /// the file; the model was not written.
+    #[error(
+        "{} does not fit {}'s current header: restoring it would not give the header it \
+         recorded, so {} was not changed",
+        backup.display(),
+        path.display(),
+        path.display()
+    )]
+    InPlaceBackupMismatch {
+        /// The model.
+        path: PathBuf,
+        /// The backup, kept.
+        backup: PathBuf,
+    },
+    /// The shards of a set do not all have the first shard's byte order.
+    #[error(
+        "{}the shard is {found}-endian, but {} is {expected}-endian: one set has one byte order",
+        at(path),
+        shown(reference)
+    )]
+    SplitEndianMismatch {
+        /// The shard.
+        path: Option<PathBuf>,
+        /// The first shard's byte order.
+        expected: sipllm_gguf::Endian,
+        /// This shard's.
+        found: sipllm_gguf::Endian,
+        /// The first shard.
+        reference: Option<PathBuf>,
+    },
+    /// A split set has more shards than this process may open files, even after raising its
+    /// soft limit to the hard one.
+    #[error(
+        "{}: the set has {count} shards, but this process may open only {limit} files at once",
+        set.display()
+    )]
+    SplitTooManyFiles {
+        /// The file the set was opened from.
+        set: PathBuf,
+        /// `split.count`.
+        count: u16,
+        /// The open-file limit (`RLIMIT_NOFILE`).
+        limit: u64,
+    },
 }
 
 fn at(path: &Option<PathBuf>) -> String {
     match path {
         Some(p) => format!("{}: ", p.display()),
         None => String::new(),
+    }
+}
+
+fn locked(path: &Path, exclusive: bool) -> String {
+    if exclusive {
+        format!(
+            "{} is in use by another process (an in-place edit, or a reader such as sipllm \
+             verify): it was not changed",
+            path.display()
+        )
+    } else {
+        format!(
+            "{} is being rewritten in place by another process, which did not finish within {} s",
+            path.display(),
+            crate::lock::READ_WAIT.as_secs()
+        )
+    }
+}
+
+fn which_input(input: &Path, output: &Path) -> String {
+    if input == output {
+        "the input itself".to_owned()
+    } else {
+        format!("the input {} (another name for it)", input.display())
     }
 }
 
@@ -819,6 +965,15 @@ impl StreamError {
             StreamError::InPlaceRestoreWrite { .. } => "stream::in_place::restore_write",
             StreamError::InPlaceRestoreMismatch { .. } => "stream::in_place::restore_mismatch",
             StreamError::InPlaceRestoredInvalid { .. } => "stream::in_place::restored_invalid",
+            StreamError::OutputIsInput { .. } => "stream::write::output_is_input",
+            StreamError::Locked { .. } => "stream::lock::busy",
+            StreamError::InPlaceChanged { .. } => "stream::in_place::changed",
+            StreamError::InPlaceFileTooShort { .. } => "stream::in_place::file_too_short",
+            StreamError::InPlacePending { .. } => "stream::in_place::pending",
+            StreamError::InPlaceOtherFile { .. } => "stream::in_place::other_file",
+            StreamError::InPlaceBackupMismatch { .. } => "stream::in_place::backup_mismatch",
+            StreamError::SplitEndianMismatch { .. } => "stream::split::endian_mismatch",
+            StreamError::SplitTooManyFiles { .. } => "stream::split::too_many_files",
         }
     }
 
@@ -944,7 +1099,7 @@ impl StreamError {
                 merge`) and split that."
                 .into(),
             StreamError::SplitRefused { .. } => "choose a limit that gives every shard at least \
-                one tensor and at most 65,535 shards, and an output that is not an input."
+                one tensor and at most 65,535 shards."
                 .into(),
             StreamError::InPlaceLength { .. } => "plan a new header of exactly the old header \
                 region's length (`GgufWriter::pad_to`), or write a new file; nothing was written."
@@ -991,6 +1146,42 @@ impl StreamError {
                 model valid before the edit?); the backup is kept. Check the model with `sipllm \
                 validate FILE` and restore it from a copy if needed."
                 .into(),
+            StreamError::OutputIsInput { .. } => "give an output path that is not the input: a \
+                symlink or a hard link to the input names the input too."
+                .into(),
+            StreamError::Locked { exclusive: true, .. } => "wait until the other command has \
+                finished (an engine or `sipllm verify` holding the file open keeps it locked for \
+                as long as it runs), then edit again; or use -o OUT, which never writes to the \
+                file."
+                .into(),
+            StreamError::Locked { exclusive: false, .. } => "an in-place edit holds the file for \
+                milliseconds; one that holds it longer is stuck (stopped?): end it, run `sipllm \
+                edit --recover FILE` if it left a header backup, and read again."
+                .into(),
+            StreamError::InPlaceChanged { .. } => "run the edit again: it is planned from the \
+                header as it is now."
+                .into(),
+            StreamError::InPlaceFileTooShort { .. } => "the header given is not this file's: \
+                plan the new header from the file's own header region."
+                .into(),
+            StreamError::InPlacePending { .. } => "run `sipllm edit --recover FILE` to restore \
+                the header from the backup, then edit again."
+                .into(),
+            StreamError::InPlaceOtherFile { .. } => "the backup belongs to the file it was made \
+                for; if this model is intact (`sipllm validate FILE`), delete the backup. If it \
+                is damaged, restore it from a copy."
+                .into(),
+            StreamError::InPlaceBackupMismatch { .. } => "the model's header was changed since \
+                the backup was made (another edit?). If the model is intact (`sipllm validate \
+                FILE`), delete the backup; otherwise restore the model from a copy."
+                .into(),
+            StreamError::SplitEndianMismatch { .. } => "the shards come from different \
+                writers; re-split the original model, so every shard has its byte order."
+                .into(),
+            StreamError::SplitTooManyFiles { .. } => "raise the open-file limit (`ulimit -n`, \
+                or the hard limit in /etc/security/limits.conf), or merge the set on a machine \
+                that allows it and re-split it into fewer, larger shards."
+                .into(),
         }
     }
 
@@ -1020,7 +1211,15 @@ impl StreamError {
             | StreamError::InPlaceWrongModel { path, .. }
             | StreamError::InPlaceRestoreWrite { path, .. }
             | StreamError::InPlaceRestoreMismatch { path, .. }
-            | StreamError::InPlaceRestoredInvalid { path, .. } => Some(path),
+            | StreamError::InPlaceRestoredInvalid { path, .. }
+            | StreamError::Locked { path, .. }
+            | StreamError::InPlaceChanged { path, .. }
+            | StreamError::InPlaceFileTooShort { path, .. }
+            | StreamError::InPlacePending { path, .. }
+            | StreamError::InPlaceOtherFile { path, .. }
+            | StreamError::InPlaceBackupMismatch { path, .. }
+            | StreamError::OutputIsInput { output: path, .. }
+            | StreamError::SplitTooManyFiles { set: path, .. } => Some(path),
             StreamError::Io { path, .. }
             | StreamError::UnexpectedEof { path, .. }
             | StreamError::Parse { path, .. }
@@ -1034,7 +1233,8 @@ impl StreamError {
             | StreamError::SplitKeyMissing { path, .. }
             | StreamError::SplitBadIndex { path, .. }
             | StreamError::SplitTensorCount { path, .. }
-            | StreamError::SplitNotASet { path, .. } => path.as_deref(),
+            | StreamError::SplitNotASet { path, .. }
+            | StreamError::SplitEndianMismatch { path, .. } => path.as_deref(),
             StreamError::SplitDuplicateShard { second, .. }
             | StreamError::SplitDuplicateTensor { second, .. } => second.as_deref(),
             _ => None,
@@ -1374,6 +1574,58 @@ mod tests {
                 StreamError::InputEmptyStream { path: "t.fifo".into(), kind: FileKind::Fifo },
                 "stream::input::empty_stream",
             ),
+            (
+                StreamError::OutputIsInput {
+                    input: "m.gguf".into(),
+                    output: "link.gguf".into(),
+                    what: "the manifest",
+                },
+                "stream::write::output_is_input",
+            ),
+            (StreamError::Locked { path: "m.gguf".into(), exclusive: true }, "stream::lock::busy"),
+            (StreamError::InPlaceChanged { path: "m.gguf".into() }, "stream::in_place::changed"),
+            (
+                StreamError::InPlaceFileTooShort { path: "m.gguf".into(), len: 10, header_len: 64 },
+                "stream::in_place::file_too_short",
+            ),
+            (
+                StreamError::InPlacePending {
+                    path: "m.gguf".into(),
+                    backup: ".m.gguf.header-backup".into(),
+                },
+                "stream::in_place::pending",
+            ),
+            (
+                StreamError::InPlaceOtherFile {
+                    path: "m.gguf".into(),
+                    backup: ".m.gguf.header-backup".into(),
+                },
+                "stream::in_place::other_file",
+            ),
+            (
+                StreamError::InPlaceBackupMismatch {
+                    path: "m.gguf".into(),
+                    backup: ".m.gguf.header-backup".into(),
+                },
+                "stream::in_place::backup_mismatch",
+            ),
+            (
+                StreamError::SplitEndianMismatch {
+                    path: Some("m-00002-of-00002.gguf".into()),
+                    expected: sipllm_gguf::Endian::Little,
+                    found: sipllm_gguf::Endian::Big,
+                    reference: Some("m-00001-of-00002.gguf".into()),
+                },
+                "stream::split::endian_mismatch",
+            ),
+            (
+                StreamError::SplitTooManyFiles {
+                    set: "m-00001-of-04000.gguf".into(),
+                    count: 4000,
+                    limit: 1024,
+                },
+                "stream::split::too_many_files",
+            ),
         ];
         let mut codes: Vec<&str> = cases.iter().map(|(e, _)| e.code()).collect();
         for (err, code) in &cases {
@@ -1416,6 +1668,21 @@ mod tests {
         assert_eq!(
             split("stream::split::key_mismatch").unwrap(),
             "m.gguf: split.count is 4 here, but 3 in the source"
+        );
+        assert_eq!(
+            split("stream::write::output_is_input").unwrap(),
+            "the manifest link.gguf is the input m.gguf (another name for it): writing it would \
+             destroy the input; nothing was written"
+        );
+        assert_eq!(
+            split("stream::split::endian_mismatch").unwrap(),
+            "m-00002-of-00002.gguf: the shard is big-endian, but m-00001-of-00002.gguf is \
+             little-endian: one set has one byte order"
+        );
+        assert_eq!(
+            split("stream::lock::busy").unwrap(),
+            "m.gguf is in use by another process (an in-place edit, or a reader such as sipllm \
+             verify): it was not changed"
         );
     }
 

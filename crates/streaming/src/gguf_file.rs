@@ -115,6 +115,13 @@ impl GgufFile {
         self.stats
     }
 
+    /// The open file the header was read from and tensor data is read from, for files: a
+    /// writer copies from it (never from a second open of the path, which may name another
+    /// file by then).
+    pub fn file(&self) -> Option<&std::fs::File> {
+        self.store.source().as_file()
+    }
+
     /// The path given at open, for files.
     pub fn path(&self) -> Option<&Path> {
         self.store.path()

@@ -9,32 +9,40 @@
 //!    whose bytes change (an edit near the start with its padding pair right after it touches
 //!    a block or two, not the whole 7.7 MB of a Llama-3 header);
 //! 1. [`HeaderBackup::write`]: those blocks' old bytes go to `.NAME.header-backup` beside the
-//!    model ([`HeaderBackup::path_for`]), with the model's length, its data offset and the
-//!    XXH3-64 of its whole old header region, the record itself checksummed — through an
-//!    [`AtomicFile`] (synced, renamed, directory synced), so the backup exists only once it is
-//!    complete;
+//!    model — beside the file a symlink points at, [`HeaderBackup::path_of`] — with the
+//!    model's identity (device, inode), its length, its data offset and the XXH3-64 of its
+//!    whole old header region, the record itself checksummed and given the model's mode —
+//!    written to a temporary, synced, and linked to its name only if no backup exists
+//!    ([`AtomicFile::commit_new`]): the backup exists only once it is complete, and never
+//!    replaces another's;
 //! 2. [`overwrite_runs`]: the new bytes are written over those blocks and the model is synced
 //!    (`fdatasync`);
 //! 3. [`HeaderBackup::remove`]: the backup is removed and its directory synced.
 //!
-//! [`rewrite_header_in_place`] runs them in order. If step 2 fails it writes the old bytes back
-//! itself and removes the backup ([`StreamError::InPlaceRolledBack`]); if that fails too, the
-//! backup stays ([`StreamError::InPlaceTorn`]).
+//! [`rewrite_header_in_place`] runs them in order, under an exclusive advisory lock on the
+//! model ([`crate::lock`]: a second editor is refused, readers wait) and after checking, under
+//! that lock, that the model's header is still the one the new header was planned from (a
+//! concurrent edit that finished first is never silently undone). If step 2 fails it writes
+//! the old bytes back itself and removes the backup ([`StreamError::InPlaceRolledBack`]); if
+//! that fails too, the backup stays ([`StreamError::InPlaceTorn`]).
 //!
 //! A crash before step 1 completes leaves the model untouched (and at most a stray
 //! temporary). A crash after it leaves the backup: [`HeaderBackup::pending`] tells a caller
-//! that the model's header may be torn, and [`recover`] checks the backup (its checksum, the
-//! model's length), writes the old bytes back, checks the whole header region against the
-//! recorded hash, re-opens the model (strict profile) and only then removes the backup.
+//! that the model's header may be torn, and [`recover`] checks the backup — its checksum, the
+//! model's identity and length, and that its blocks put over the model's current header give
+//! exactly the recorded header hash — **before writing anything**, then writes the old bytes
+//! back, checks the header region again, re-opens the model (strict profile) and only then
+//! removes the backup.
 //! Recovery is an undo: the old header, which was valid, comes back. Tensor data is never
 //! touched.
 //!
 //! # The backup's layout
 //!
-//! Little-endian: [`MAGIC`] (`SIPLLMHB`), `u32` [`VERSION`] (1), `u32` run count, `u64` model
-//! length, `u64` data offset (the old header region's length), `u64` XXH3-64 of the old
-//! `[0, data_offset)`; per run `u64` offset, `u64` length and the old bytes; then `u64` XXH3-64
-//! of everything before it.
+//! Little-endian: [`MAGIC`] (`SIPLLMHB`), `u32` [`VERSION`] (2), `u32` run count, `u64` model
+//! length, `u64` device and `u64` inode of the model (version 2 only), `u64` data offset (the
+//! old header region's length), `u64` XXH3-64 of the old `[0, data_offset)`; per run `u64`
+//! offset, `u64` length and the old bytes; then `u64` XXH3-64 of everything before it.
+//! [`recover`] also reads version 1 (no identity).
 //!
 //! ```
 //! use sipllm_streaming::in_place::{BLOCK, changed_runs};
@@ -55,8 +63,11 @@ use std::path::{Path, PathBuf};
 use sipllm_gguf::Limits;
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::backing::{Backend, FileBacking};
 use crate::error::StreamError;
 use crate::gguf_file::GgufFile;
+use crate::identity::{self, FileId};
+use crate::lock::ExclusiveLock;
 use crate::options::OpenOptions;
 use crate::write::AtomicFile;
 
@@ -64,7 +75,7 @@ use crate::write::AtomicFile;
 pub const MAGIC: &[u8; 8] = b"SIPLLMHB";
 
 /// The backup layout's version.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// The size of the blocks compared, backed up and rewritten.
 pub const BLOCK: usize = 4096;
@@ -115,7 +126,8 @@ pub struct HeaderBackup {
 }
 
 impl HeaderBackup {
-    /// The backup's path for `model`: `.NAME.header-backup` in the model's directory.
+    /// The backup's path for `model`: `.NAME.header-backup` in the model's directory (by
+    /// name alone: see [`path_of`](Self::path_of) for the path a model's backup really has).
     pub fn path_for(model: &Path) -> PathBuf {
         let mut name = OsString::from(".");
         name.push(model.file_name().unwrap_or_default());
@@ -123,39 +135,58 @@ impl HeaderBackup {
         model.with_file_name(name)
     }
 
+    /// The backup's path for the file `model` names: [`path_for`](Self::path_for) of the path
+    /// with its symlinks followed ([`identity::resolve`]), so an edit through a link and one
+    /// through the real path share one backup.
+    pub fn path_of(model: &Path) -> PathBuf {
+        HeaderBackup::path_for(&identity::resolve(model))
+    }
+
     /// The backup's path when `model` has one: an in-place rewrite was interrupted, so the
     /// model's header may be half-written until [`recover`] restores it.
     pub fn pending(model: &Path) -> Option<PathBuf> {
-        let path = HeaderBackup::path_for(model);
-        path.exists().then_some(path)
+        let path = HeaderBackup::path_of(model);
+        std::fs::symlink_metadata(&path).is_ok().then_some(path)
     }
 
     /// Step 1: saves the `runs` of `old_header` (the model's current `[0, data_offset)`) and
-    /// what [`recover`] needs to check a restore, as the backup of `model` (`model_len` bytes
-    /// long). The record is written to a temporary beside the model, synced and renamed: it
-    /// exists only once complete.
+    /// what [`recover`] needs to check a restore, as the backup of `model` (open as `file`,
+    /// `model_len` bytes long). The record is written to a temporary beside the model, given
+    /// the model's permissions, synced and linked to its name: it exists only once complete.
     ///
     /// # Errors
     ///
+    /// [`StreamError::InPlacePending`] when the model already has a backup (it is kept);
     /// [`StreamError::InPlaceBackupWrite`] when the backup cannot be written (the model is not
     /// touched), or when a run lies outside `old_header`.
     pub fn write(
         model: &Path,
+        file: &File,
         model_len: u64,
         old_header: &[u8],
         runs: &[Range<usize>],
     ) -> Result<HeaderBackup, StreamError> {
-        let path = HeaderBackup::path_for(model);
+        let path = HeaderBackup::path_of(model);
         let fail = |source| StreamError::InPlaceBackupWrite {
             path: model.to_path_buf(),
             backup: path.clone(),
             source,
         };
-        let record = encode(model_len, old_header, runs).map_err(fail)?;
+        let meta = file.metadata().map_err(fail)?;
+        let id = FileId::of_metadata(&meta);
+        let record = encode(model_len, &id, old_header, runs).map_err(fail)?;
         let tmp = AtomicFile::create(&path).map_err(fail)?;
+        // The backup holds the model's header: it is as private as the model (its permission
+        // bits; no set-id or sticky bits).
+        tmp.file().set_permissions(backup_permissions(&meta)).map_err(fail)?;
         tmp.file().write_all_at(&record, 0).map_err(fail)?;
-        tmp.commit().map_err(fail)?;
-        Ok(HeaderBackup { model: model.to_path_buf(), path })
+        match tmp.commit_new() {
+            Ok(()) => Ok(HeaderBackup { model: model.to_path_buf(), path }),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                Err(StreamError::InPlacePending { path: model.to_path_buf(), backup: path })
+            }
+            Err(e) => Err(fail(e)),
+        }
     }
 
     /// The backup's path.
@@ -188,6 +219,19 @@ impl HeaderBackup {
     }
 }
 
+/// The model's read/write/execute permission bits, for its backup.
+fn backup_permissions(model: &std::fs::Metadata) -> std::fs::Permissions {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::Permissions::from_mode(model.permissions().mode() & 0o777)
+    }
+    #[cfg(not(unix))]
+    {
+        model.permissions()
+    }
+}
+
 fn remove_file(path: &Path) -> io::Result<()> {
     std::fs::remove_file(path)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -202,7 +246,12 @@ fn u64_of(n: usize) -> io::Result<u64> {
 }
 
 /// The backup record (see the module docs).
-fn encode(model_len: u64, old_header: &[u8], runs: &[Range<usize>]) -> io::Result<Vec<u8>> {
+fn encode(
+    model_len: u64,
+    id: &FileId,
+    old_header: &[u8],
+    runs: &[Range<usize>],
+) -> io::Result<Vec<u8>> {
     let invalid = |msg: &str| io::Error::new(io::ErrorKind::InvalidInput, msg.to_owned());
     let count = u32::try_from(runs.len()).map_err(|_| invalid("too many runs"))?;
     let mut rec = Vec::new();
@@ -210,6 +259,9 @@ fn encode(model_len: u64, old_header: &[u8], runs: &[Range<usize>]) -> io::Resul
     rec.extend_from_slice(&VERSION.to_le_bytes());
     rec.extend_from_slice(&count.to_le_bytes());
     rec.extend_from_slice(&model_len.to_le_bytes());
+    let (dev, ino) = id.dev_ino();
+    rec.extend_from_slice(&dev.to_le_bytes());
+    rec.extend_from_slice(&ino.to_le_bytes());
     rec.extend_from_slice(&u64_of(old_header.len())?.to_le_bytes());
     rec.extend_from_slice(&xxh3_64(old_header).to_le_bytes());
     for r in runs {
@@ -227,6 +279,8 @@ fn encode(model_len: u64, old_header: &[u8], runs: &[Range<usize>]) -> io::Resul
 /// A decoded backup.
 struct Record<'a> {
     model_len: u64,
+    /// `(device, inode)` of the model (version 2; `None` in a version 1 record).
+    id: Option<(u64, u64)>,
     data_offset: u64,
     header_hash: u64,
     runs: Vec<(u64, &'a [u8])>,
@@ -244,13 +298,18 @@ fn decode(rec: &[u8]) -> Option<Record<'_>> {
         at = end;
         Some(b)
     };
-    if take(8)? != MAGIC || take(4)? != VERSION.to_le_bytes() {
-        return None;
-    }
     let u32_ = |b: &[u8]| b.try_into().ok().map(u32::from_le_bytes);
     let u64_ = |b: &[u8]| b.try_into().ok().map(u64::from_le_bytes);
+    if take(8)? != MAGIC {
+        return None;
+    }
+    let version = u32_(take(4)?)?;
+    if !(1..=VERSION).contains(&version) {
+        return None;
+    }
     let count = u32_(take(4)?)?;
     let model_len = u64_(take(8)?)?;
+    let id = if version >= 2 { Some((u64_(take(8)?)?, u64_(take(8)?)?)) } else { None };
     let data_offset = u64_(take(8)?)?;
     let header_hash = u64_(take(8)?)?;
     let mut runs = Vec::new();
@@ -259,7 +318,7 @@ fn decode(rec: &[u8]) -> Option<Record<'_>> {
         let len = usize::try_from(u64_(take(8)?)?).ok()?;
         runs.push((offset, take(len)?));
     }
-    (at == body.len()).then_some(Record { model_len, data_offset, header_hash, runs })
+    (at == body.len()).then_some(Record { model_len, id, data_offset, header_hash, runs })
 }
 
 /// Writes the `runs` of `header` over `file` at the same offsets and syncs its data; the
@@ -313,14 +372,28 @@ pub struct InPlaceStats {
 /// and syncs, removes the backup.
 ///
 /// `file` is the model opened for reading and writing, `path` its path (the backup goes
-/// beside it); `old_header` must be the model's current bytes `[0, old_header.len())` and
-/// `new_header` the replacement, of the same length. Equal headers write nothing (the stats
-/// then have no runs).
+/// beside the file it names); `old_header` must be the model's current bytes
+/// `[0, old_header.len())` and `new_header` the replacement, of the same length. Equal headers
+/// write nothing (the stats then have no runs).
+///
+/// First an exclusive advisory lock is taken on `file` ([`crate::lock`]) and, under it, the
+/// model's bytes are compared with `old_header`: a header another process rewrote since it was
+/// read is refused, so a concurrent edit is never lost. The lock is released on return; a
+/// caller that checks the result under it takes an [`ExclusiveLock`] itself and calls
+/// [`rewrite_header_locked`].
 ///
 /// # Errors
 ///
 /// - [`StreamError::InPlaceLength`]: the headers' lengths differ; nothing was written;
+/// - [`StreamError::Locked`]: another process holds a lock on the model (an in-place edit,
+///   or a reader); nothing was written;
 /// - [`StreamError::Open`]: the model's length cannot be read; nothing was written;
+/// - [`StreamError::InPlaceFileTooShort`]: the model is shorter than the header; nothing was
+///   written;
+/// - [`StreamError::InPlaceChanged`]: the model's header is not `old_header` (any more);
+///   nothing was written;
+/// - [`StreamError::InPlacePending`]: the model has a backup already (an interrupted
+///   rewrite); nothing was written;
 /// - [`StreamError::InPlaceBackupWrite`]: the backup could not be written; the model was not
 ///   changed;
 /// - [`StreamError::InPlaceRolledBack`]: writing the new blocks failed and the old ones were
@@ -335,6 +408,28 @@ pub fn rewrite_header_in_place(
     old_header: &[u8],
     new_header: &[u8],
 ) -> Result<InPlaceStats, StreamError> {
+    if old_header == new_header {
+        return Ok(InPlaceStats {
+            header_len: u64_of(new_header.len()).unwrap_or(u64::MAX),
+            ..InPlaceStats::default()
+        });
+    }
+    let lock = ExclusiveLock::try_new(file, path)?;
+    rewrite_header_locked(&lock, old_header, new_header)
+}
+
+/// [`rewrite_header_in_place`] under a lock the caller holds (and releases when it is done
+/// with the file: after its own check of the rewritten header, say).
+///
+/// # Errors
+///
+/// As [`rewrite_header_in_place`].
+pub fn rewrite_header_locked(
+    lock: &ExclusiveLock<'_>,
+    old_header: &[u8],
+    new_header: &[u8],
+) -> Result<InPlaceStats, StreamError> {
+    let (file, path) = (lock.file(), lock.path());
     let old_len = u64_of(old_header.len()).unwrap_or(u64::MAX);
     let header_len = u64_of(new_header.len()).unwrap_or(u64::MAX);
     if old_len != header_len {
@@ -354,7 +449,22 @@ pub fn rewrite_header_in_place(
         .metadata()
         .map_err(|source| StreamError::Open { path: path.to_path_buf(), source })?
         .len();
-    let backup = HeaderBackup::write(path, model_len, old_header, &stats.runs)?;
+    if model_len < header_len {
+        return Err(StreamError::InPlaceFileTooShort {
+            path: path.to_path_buf(),
+            len: model_len,
+            header_len,
+        });
+    }
+    if !file_starts_with(file, old_header)
+        .map_err(|e| StreamError::read(Some(path), 0, old_len, e))?
+    {
+        return Err(StreamError::InPlaceChanged { path: path.to_path_buf() });
+    }
+    if let Some(backup) = HeaderBackup::pending(path) {
+        return Err(StreamError::InPlacePending { path: path.to_path_buf(), backup });
+    }
+    let backup = HeaderBackup::write(path, file, model_len, old_header, &stats.runs)?;
     if let Err((offset, source)) = write_runs(file, new_header, &stats.runs) {
         // Put the old bytes back right away; if that fails too, the backup stays.
         let backup_path = backup.path.clone();
@@ -376,6 +486,22 @@ pub fn rewrite_header_in_place(
     Ok(stats)
 }
 
+/// Bytes compared per read when checking the model still holds the old header.
+const COMPARE_CHUNK: usize = 64 << 10;
+
+/// True when `file` begins with `expected` (compared through one bounded buffer).
+fn file_starts_with(file: &File, expected: &[u8]) -> io::Result<bool> {
+    let mut buf = vec![0u8; COMPARE_CHUNK.min(expected.len())];
+    for (i, want) in expected.chunks(COMPARE_CHUNK).enumerate() {
+        let got = buf.get_mut(..want.len()).unwrap_or_default();
+        file.read_exact_at(got, u64_of(i.saturating_mul(COMPARE_CHUNK))?)?;
+        if got != want {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 /// What [`recover`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecoverStats {
@@ -387,11 +513,16 @@ pub struct RecoverStats {
     pub restored: u64,
 }
 
-/// Undoes an interrupted in-place rewrite of `model`: checks its backup (the record's
-/// checksum, the model's length, runs inside the recorded header region), writes the old
+/// Undoes an interrupted in-place rewrite of `model`: under an exclusive lock on the model,
+/// checks its backup — the record's checksum, the model's identity and length, runs inside the
+/// recorded header region, and that the backup's blocks put over the model's **current**
+/// header give the recorded header hash — all before writing anything; then writes the old
 /// bytes back and syncs, checks that the whole header region hashes to the recorded value,
-/// re-opens the model (strict profile), and only then removes the backup.
+/// re-opens the model (strict profile, through the locked descriptor), and only then removes
+/// the backup.
 ///
+/// The backup is looked up beside the file `model` names ([`HeaderBackup::path_of`]): an edit
+/// interrupted through a symlink is recovered through the real path and the other way round.
 /// A backup that fails a check before the write is kept and the model not written; one that
 /// fails a check after it is kept too.
 ///
@@ -402,18 +533,22 @@ pub struct RecoverStats {
 /// - [`StreamError::InPlaceBadBackup`]: the backup is not a record `sipllm` wrote, is
 ///   damaged, or describes a header past the model (the model is not written);
 /// - [`StreamError::Open`]: the model cannot be opened for writing;
+/// - [`StreamError::Locked`]: another process holds a lock on the model;
+/// - [`StreamError::InPlaceOtherFile`]: the backup was made for another file (device and
+///   inode differ); the model is not written;
 /// - [`StreamError::InPlaceWrongModel`]: the model's length is not the recorded one (it is
 ///   not written);
+/// - [`StreamError::Io`] / [`StreamError::UnexpectedEof`]: reading the header region failed;
+/// - [`StreamError::InPlaceBackupMismatch`]: the backup's blocks over the current header would
+///   not give the recorded header; the model is not written;
 /// - [`StreamError::InPlaceRestoreWrite`]: writing or syncing the old bytes failed;
-/// - [`StreamError::Io`] / [`StreamError::UnexpectedEof`]: reading the header region back
-///   failed;
 /// - [`StreamError::InPlaceRestoreMismatch`]: after the write, the header region does not hash
 ///   to the recorded value;
 /// - [`StreamError::InPlaceRestoredInvalid`]: the restored model does not open;
 /// - [`StreamError::InPlaceBackupRemove`]: all is restored and checked, but the backup could
 ///   not be removed.
 pub fn recover(model: &Path) -> Result<RecoverStats, StreamError> {
-    let backup = HeaderBackup::path_for(model);
+    let backup = HeaderBackup::path_of(model);
     let path = || model.to_path_buf();
     let bad =
         |defect| StreamError::InPlaceBadBackup { path: path(), backup: backup.clone(), defect };
@@ -433,8 +568,14 @@ pub fn recover(model: &Path) -> Result<RecoverStats, StreamError> {
     let bytes = std::fs::read(&backup).map_err(read_err)?;
     let rec = decode(&bytes).ok_or_else(|| bad(BackupDefect::NotARecord))?;
     let open_err = |source| StreamError::Open { path: path(), source };
-    let file = File::options().read(true).write(true).open(model).map_err(open_err)?;
-    let len = file.metadata().map_err(open_err)?.len();
+    // Not a plain open: that blocks forever on a FIFO without a writer.
+    let file = crate::input::open_regular(model, true)?;
+    let _lock = ExclusiveLock::try_new(&file, model)?;
+    let model_meta = file.metadata().map_err(open_err)?;
+    if rec.id.is_some_and(|id| id != FileId::of_metadata(&model_meta).dev_ino()) {
+        return Err(StreamError::InPlaceOtherFile { path: path(), backup });
+    }
+    let len = model_meta.len();
     if len != rec.model_len {
         return Err(StreamError::InPlaceWrongModel {
             path: path(),
@@ -446,7 +587,6 @@ pub fn recover(model: &Path) -> Result<RecoverStats, StreamError> {
     if rec.data_offset > len.min(max_header) {
         return Err(bad(BackupDefect::HeaderPastEnd));
     }
-    // Every run is checked before any is written: a refused backup leaves the model as it is.
     let mut restored = 0u64;
     for (offset, old) in &rec.runs {
         let n = old.len() as u64;
@@ -455,25 +595,45 @@ pub fn recover(model: &Path) -> Result<RecoverStats, StreamError> {
             _ => return Err(bad(BackupDefect::RunPastHeader)),
         }
     }
+    let n = usize::try_from(rec.data_offset).map_err(|_| StreamError::TooLarge {
+        what: "header region".to_owned(),
+        bytes: rec.data_offset,
+    })?;
+    let read_header = |header: &mut [u8]| {
+        file.read_exact_at(header, 0)
+            .map_err(|e| StreamError::read(Some(model), 0, rec.data_offset, e))
+    };
+    // What the restore would give, computed before a byte is written: a backup that does not
+    // belong to this state of the file (a stale one, or another file's) is refused here.
+    let mut header = vec![0u8; n];
+    read_header(&mut header)?;
+    for (offset, old) in &rec.runs {
+        let at = usize::try_from(*offset).unwrap_or(usize::MAX);
+        if let Some(dst) = at.checked_add(old.len()).and_then(|end| header.get_mut(at..end)) {
+            dst.copy_from_slice(old);
+        }
+    }
+    if xxh3_64(&header) != rec.header_hash {
+        return Err(StreamError::InPlaceBackupMismatch { path: path(), backup });
+    }
     let restore_err =
         |source| StreamError::InPlaceRestoreWrite { path: path(), backup: backup.clone(), source };
     for (offset, old) in &rec.runs {
         file.write_all_at(old, *offset).map_err(restore_err)?;
     }
     file.sync_data().map_err(restore_err)?;
-    let n = usize::try_from(rec.data_offset).map_err(|_| StreamError::TooLarge {
-        what: "header region".to_owned(),
-        bytes: rec.data_offset,
-    })?;
-    let mut header = vec![0u8; n];
-    file.read_exact_at(&mut header, 0)
-        .map_err(|e| StreamError::read(Some(model), 0, rec.data_offset, e))?;
+    read_header(&mut header)?;
     if xxh3_64(&header) != rec.header_hash {
         return Err(StreamError::InPlaceRestoreMismatch { path: path(), backup });
     }
     drop(header);
-    drop(file);
-    if let Err(e) = GgufFile::open(model, &OpenOptions::default()) {
+    // Through the locked descriptor: opening the path anew would wait for our own lock.
+    let reopened = file
+        .try_clone()
+        .map_err(open_err)
+        .and_then(|clone| FileBacking::from_file(clone, model, Backend::Pread))
+        .and_then(|backing| GgufFile::from_backing(backing, &OpenOptions::default()));
+    if let Err(e) = reopened {
         return Err(StreamError::InPlaceRestoredInvalid {
             path: path(),
             backup,

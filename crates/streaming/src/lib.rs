@@ -19,6 +19,9 @@
 //! * [`in_place`] rewrites a GGUF header in place, crash-safely: the changed 4 KiB blocks are
 //!   backed up beside the model ([`HeaderBackup`]) before [`rewrite_header_in_place`] writes
 //!   them, and [`in_place::recover`] undoes an interrupted rewrite.
+//! * [`identity`] tells whether two paths are one file (symlinks and hard links included):
+//!   every writer refuses an output that is its input; [`lock`] is the advisory-lock protocol
+//!   between readers (shared) and the in-place writer (exclusive).
 //! * [`toy`] makes a tiny llama-shaped model from a seed and writes it identically as GGUF and
 //!   `.llmw` (the seam equivalence tests and `sipllm make-toy` use it).
 //! * [`ReadAt`] is a positional byte source (offsets, no seek): [`FileBacking`] (pread by
@@ -56,9 +59,11 @@
 mod backing;
 mod error;
 mod gguf_file;
+pub mod identity;
 pub mod in_place;
 mod input;
 mod llmw_file;
+pub mod lock;
 #[allow(unsafe_code)]
 mod map;
 mod meta;
@@ -74,7 +79,9 @@ pub mod write;
 pub use backing::{Backend, FileBacking, MemSource, ReadAt, ShortRead};
 pub use error::{FileKind, StreamError};
 pub use gguf_file::{GgufFile, read_header};
-pub use in_place::{HeaderBackup, InPlaceStats, RecoverStats, rewrite_header_in_place};
+pub use in_place::{
+    HeaderBackup, InPlaceStats, RecoverStats, rewrite_header_in_place, rewrite_header_locked,
+};
 pub use input::read_capped;
 pub use llmw_file::{ModelFile, read_llmw_header};
 pub use meta::{FloatIter, FloatList, IntIter, IntList, Meta, MetaKind, StrIter, StrList};

@@ -143,6 +143,11 @@ impl Model {
     /// ([`rewrite_header_in_place`](crate::rewrite_header_in_place)). Both therefore see the
     /// same file, even if `path` is replaced meanwhile (an output renamed over its input).
     ///
+    /// Read-only, it takes a shared lock first, as every reader does ([`crate::lock`]);
+    /// read-write, it takes none (an in-place writer takes its exclusive lock before the
+    /// header is read: [`File::options`] then [`lock`](crate::lock) then
+    /// [`Model::from_file`]).
+    ///
     /// The format is sniffed as by [`Model::open`], but a shard of a split set opens as the
     /// single GGUF file it is: the file is what gets written from, not the set.
     pub fn open_with_file(
@@ -151,15 +156,30 @@ impl Model {
         options: &OpenOptions,
     ) -> Result<(File, Model), StreamError> {
         let path = path.as_ref();
-        let open_err = |source| StreamError::Open { path: path.to_path_buf(), source };
         let file = crate::input::open_regular(path, write)?;
+        if !write {
+            crate::lock::lock_shared(&file, path, crate::lock::READ_WAIT)?;
+        }
+        let model = Model::from_file(&file, path, options)?;
+        Ok((file, model))
+    }
+
+    /// Parses the single model file already open as `file` (at `path`, named in errors),
+    /// through a duplicate of its descriptor: as [`open_with_file`](Self::open_with_file)
+    /// without the open, for a caller that locks the file first.
+    pub fn from_file(
+        file: &File,
+        path: impl AsRef<Path>,
+        options: &OpenOptions,
+    ) -> Result<Model, StreamError> {
+        let path = path.as_ref();
+        let open_err = |source| StreamError::Open { path: path.to_path_buf(), source };
         let backing =
             FileBacking::from_file(file.try_clone().map_err(open_err)?, path, options.backend)?;
-        let model = match Format::detect(&backing.pread_view(), Some(path))? {
+        Ok(match Format::detect(&backing.pread_view(), Some(path))? {
             Format::Gguf => Model::Gguf(GgufFile::from_backing(backing, options)?),
             Format::Llmw => Model::Llmw(ModelFile::from_backing(backing, options)?),
-        };
-        Ok((file, model))
+        })
     }
 
     /// Opens a model held by any positional source, whatever its format.

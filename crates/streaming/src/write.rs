@@ -2,9 +2,13 @@
 //! builder.
 //!
 //! * [`AtomicFile`]: a temporary file in the destination's directory that becomes the
-//!   destination only on [`AtomicFile::commit`] (written, `fsync`ed, renamed, directory
-//!   synced). Dropped uncommitted — an error, a panic, a kill — it is removed, and a crash
-//!   leaves at most a stray temporary: never a half-written file at the destination.
+//!   destination only on [`AtomicFile::commit`] (written, `fsync`ed, given the replaced
+//!   file's mode and owner, renamed, directory synced). A destination that is a symlink is
+//!   followed: the file it points at is replaced and the link kept. Dropped uncommitted — an
+//!   error, a panic — it is removed; a kill leaves at most a stray temporary, never a
+//!   half-written file at the destination, and [`remove_stale_temps`] removes such strays
+//!   (each temporary is locked by its writer while it lives, so only a dead writer's are
+//!   taken).
 //! * [`copy_range`]: copies a byte range between files in the kernel (`copy_file_range`),
 //!   skipping holes (`SEEK_DATA`/`SEEK_HOLE`) so a sparse source stays sparse, and falling back
 //!   to a 1 MiB buffer where the kernel cannot. Memory stays bounded whatever the size.
@@ -25,6 +29,7 @@ use sipllm_gguf::GgufWriter;
 use sipllm_llmw::ModelWriter;
 
 use crate::error::StreamError;
+use crate::identity;
 
 /// Bytes moved per step when the kernel cannot copy for us.
 const COPY_BUF: usize = 1 << 20;
@@ -38,10 +43,15 @@ pub struct AtomicFile {
 }
 
 impl AtomicFile {
-    /// Creates a fresh temporary file (`.NAME.PID-N.tmp`) next to `dest`.
+    /// Creates a fresh temporary file (`.NAME.PID-N.tmp`) next to `dest` — next to the file
+    /// it points at, when `dest` is a symlink ([`identity::resolve`]) — and locks it
+    /// (exclusively, for as long as it lives: see [`remove_stale_temps`]). A `dest` that
+    /// exists and is not a regular file (a device, a FIFO, a directory) is refused
+    /// ([`io::ErrorKind::InvalidInput`]): it is never replaced.
     pub fn create(dest: impl AsRef<Path>) -> io::Result<AtomicFile> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let dest = dest.as_ref().to_path_buf();
+        let dest = identity::resolve(dest.as_ref());
+        refuse_special(&dest)?;
         let name = dest
             .file_name()
             .ok_or_else(|| {
@@ -56,7 +66,11 @@ impl AtomicFile {
             tmp_name.push(format!(".{}-{n}.tmp", std::process::id()));
             let tmp = dir.join(tmp_name);
             match File::options().read(true).write(true).create_new(true).open(&tmp) {
-                Ok(file) => return Ok(AtomicFile { dest, tmp, file: Some(file) }),
+                Ok(file) => {
+                    // Best effort: without flock, stale temporaries are just never removed.
+                    let _ = crate::lock::try_lock_exclusive(&file, &tmp);
+                    return Ok(AtomicFile { dest, tmp, file: Some(file) });
+                }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
@@ -74,36 +88,216 @@ impl AtomicFile {
         &self.tmp
     }
 
-    /// The destination.
+    /// The destination (a symlink given to [`create`](Self::create) followed).
     pub fn dest(&self) -> &Path {
         &self.dest
     }
 
-    /// Syncs the data, renames the temporary over the destination, and syncs the directory
-    /// so the rename itself survives a crash.
+    /// Syncs the data, gives the temporary the mode and owner of the file it replaces (when
+    /// there is one; the owner only where the process may set it), renames it over the
+    /// destination, and syncs the directory so the rename itself survives a crash.
     pub fn commit(mut self) -> io::Result<()> {
+        refuse_special(&self.dest)?;
         let file = self.file.take().expect("an AtomicFile holds its file until commit");
+        if let Ok(old) = std::fs::metadata(&self.dest)
+            && old.is_file()
+        {
+            keep_mode_and_owner(&file, &old)?;
+        }
         file.sync_all()?;
-        drop(file);
+        // Renamed while still open (and locked), so no stale-temporary sweep can take it.
         std::fs::rename(&self.tmp, &self.dest)?;
+        drop(file);
         // The temporary is the destination now: nothing left to clean up.
         self.tmp = PathBuf::new();
-        if let Some(dir) = self.dest.parent().filter(|d| !d.as_os_str().is_empty()) {
-            // Best effort: some file systems cannot open or sync a directory.
-            let _ = File::open(dir).and_then(|d| d.sync_all());
-        }
+        sync_dir(&self.dest);
         Ok(())
+    }
+
+    /// Like [`commit`](Self::commit), but only if the destination does not exist: the
+    /// temporary is linked to it (which fails with [`io::ErrorKind::AlreadyExists`] if
+    /// something is there, leaving it alone) and then unlinked. Where the file system has no
+    /// hard links, it is renamed after checking that the destination is absent (atomic only
+    /// against writers that also use this).
+    pub fn commit_new(mut self) -> io::Result<()> {
+        let file = self.file.take().expect("an AtomicFile holds its file until commit");
+        file.sync_all()?;
+        match std::fs::hard_link(&self.tmp, &self.dest) {
+            Ok(()) => {
+                let _ = std::fs::remove_file(&self.tmp);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                self.file = Some(file);
+                return Err(e);
+            }
+            Err(_) => {
+                if std::fs::symlink_metadata(&self.dest).is_ok() {
+                    self.file = Some(file);
+                    return Err(io::Error::new(
+                        io::ErrorKind::AlreadyExists,
+                        "the destination exists",
+                    ));
+                }
+                std::fs::rename(&self.tmp, &self.dest)?;
+            }
+        }
+        drop(file);
+        self.tmp = PathBuf::new();
+        sync_dir(&self.dest);
+        Ok(())
+    }
+}
+
+impl AtomicFile {
+    /// Syncs the temporary, gives it the replaced file's mode and owner (as
+    /// [`commit`](Self::commit)) and closes it, without renaming: for a writer that must have
+    /// several files complete before any is renamed into place (a split set), without holding
+    /// a descriptor for each.
+    pub(crate) fn close(mut self) -> io::Result<ClosedTemp> {
+        let file = self.file.take().expect("an AtomicFile holds its file until commit");
+        if let Ok(old) = std::fs::metadata(&self.dest)
+            && old.is_file()
+        {
+            keep_mode_and_owner(&file, &old)?;
+        }
+        file.sync_all()?;
+        drop(file);
+        let tmp = std::mem::take(&mut self.tmp);
+        Ok(ClosedTemp { tmp, dest: self.dest.clone() })
+    }
+}
+
+/// A complete, synced, closed temporary ([`AtomicFile::close`]) waiting to be renamed over
+/// its destination; dropped before that, it is removed.
+#[derive(Debug)]
+pub(crate) struct ClosedTemp {
+    tmp: PathBuf,
+    dest: PathBuf,
+}
+
+impl ClosedTemp {
+    /// The destination.
+    pub(crate) fn dest(&self) -> &Path {
+        &self.dest
+    }
+
+    /// Renames the temporary over the destination (the caller syncs the directory).
+    pub(crate) fn rename(mut self) -> io::Result<()> {
+        std::fs::rename(&self.tmp, &self.dest)?;
+        self.tmp = PathBuf::new();
+        Ok(())
+    }
+}
+
+impl Drop for ClosedTemp {
+    fn drop(&mut self) {
+        if !self.tmp.as_os_str().is_empty() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Refuses a destination that exists and is not a regular file (a device such as `/dev/null`,
+/// a FIFO, a directory, a socket): renaming over it would replace it with a regular file.
+fn refuse_special(dest: &Path) -> io::Result<()> {
+    match std::fs::metadata(dest) {
+        Ok(m) if !m.is_file() => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the destination exists and is not a regular file; it is not replaced",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Gives `file` the permissions of `old` and, where allowed, its owner and group (a user may
+/// not give a file away; then it keeps the writer's, as a fresh file would).
+fn keep_mode_and_owner(file: &File, old: &std::fs::Metadata) -> io::Result<()> {
+    file.set_permissions(old.permissions())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let mine = file.metadata()?;
+        if (mine.uid(), mine.gid()) != (old.uid(), old.gid())
+            && std::os::unix::fs::fchown(file, Some(old.uid()), Some(old.gid())).is_err()
+        {
+            // Not allowed to give it away: keep at least the group, if ours to give.
+            let _ = std::os::unix::fs::fchown(file, None, Some(old.gid()));
+        }
+        // chown clears set-user-ID and set-group-ID bits: put the mode back after it.
+        file.set_permissions(old.permissions())?;
+    }
+    Ok(())
+}
+
+/// Syncs the directory holding `path` (best effort: some file systems cannot open or sync a
+/// directory).
+pub(crate) fn sync_dir(path: &Path) {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let _ = File::open(dir).and_then(|d| d.sync_all());
     }
 }
 
 impl Drop for AtomicFile {
     fn drop(&mut self) {
         if !self.tmp.as_os_str().is_empty() {
-            self.file.take();
-            // Best effort: the error that dropped us is the one worth reporting.
+            // Best effort: the error that dropped us is the one worth reporting. Removed
+            // before it is closed, so no sweep sees it unlocked.
             let _ = std::fs::remove_file(&self.tmp);
+            self.file.take();
         }
     }
+}
+
+/// Removes the temporaries a killed writer left for the destinations `names` in `dir`
+/// (`.NAME.PID-N.tmp`, as [`AtomicFile::create`] names them): those no living process holds
+/// locked. Returns how many were removed. Errors (an unreadable directory) remove nothing.
+pub fn remove_stale_temps(dir: &Path, names: &[&std::ffi::OsStr]) -> usize {
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    let wanted: std::collections::HashSet<&[u8]> =
+        names.iter().map(|n| n.as_encoded_bytes()).collect();
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(dest) = temp_dest(file_name.as_encoded_bytes()) else { continue };
+        if !wanted.contains(dest) {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(file) = File::open(&path) else { continue };
+        if matches!(entry.file_type(), Ok(t) if t.is_file())
+            && lockable(&file)
+            && std::fs::remove_file(&path).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// True when an exclusive lock on `file` is granted: no living writer holds it (and locks
+/// work on its file system: where they do not, a lock proves nothing and nothing is taken).
+fn lockable(file: &File) -> bool {
+    #[cfg(unix)]
+    {
+        use rustix::fs::{FlockOperation, flock};
+        flock(file, FlockOperation::NonBlockingLockExclusive).is_ok()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        false
+    }
+}
+
+/// The destination name a temporary's name `.NAME.PID-N.tmp` stands for.
+fn temp_dest(name: &[u8]) -> Option<&[u8]> {
+    let rest = name.strip_prefix(b".")?.strip_suffix(b".tmp")?;
+    let dot = rest.iter().rposition(|&b| b == b'.')?;
+    let (dest, tag) = (rest.get(..dot)?, rest.get(dot + 1..)?);
+    let (pid, n) = tag.split_at(tag.iter().position(|&b| b == b'-')?);
+    let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+    (digits(pid) && digits(n.get(1..)?) && !dest.is_empty()).then_some(dest)
 }
 
 /// What a [`copy_range`] did.

@@ -15,7 +15,10 @@ use sipllm_gguf::{GgmlType, Limits};
 use sipllm_streaming::in_place::{
     self, BLOCK, BackupDefect, HeaderBackup, MAGIC, VERSION, changed_runs, overwrite_runs,
 };
-use sipllm_streaming::{GgufFile, OpenOptions, StreamError, rewrite_header_in_place};
+use sipllm_streaming::lock::ExclusiveLock;
+use sipllm_streaming::{
+    GgufFile, OpenOptions, StreamError, rewrite_header_in_place, rewrite_header_locked,
+};
 use xxhash_rust::xxh3::xxh3_64;
 
 mod common;
@@ -69,13 +72,35 @@ fn open_rw(path: &Path) -> File {
     File::options().read(true).write(true).open(path).unwrap()
 }
 
-/// A backup record written by hand from the layout in the module docs.
+/// A version 1 backup record written by hand from the layout in the module docs.
 fn record(model_len: u64, header: &[u8], runs: &[(u64, &[u8])]) -> Vec<u8> {
+    record_of(None, model_len, header, runs)
+}
+
+/// `(device, inode)` of the file at `path`.
+fn dev_ino(path: &Path) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).unwrap();
+    (m.dev(), m.ino())
+}
+
+/// A backup record of the documented layout: version 2 with the model's `(device, inode)`,
+/// version 1 without.
+fn record_of(
+    id: Option<(u64, u64)>,
+    model_len: u64,
+    header: &[u8],
+    runs: &[(u64, &[u8])],
+) -> Vec<u8> {
     let mut rec = Vec::new();
     rec.extend_from_slice(b"SIPLLMHB");
-    rec.extend_from_slice(&1u32.to_le_bytes());
+    rec.extend_from_slice(&(if id.is_some() { 2u32 } else { 1u32 }).to_le_bytes());
     rec.extend_from_slice(&u32::try_from(runs.len()).unwrap().to_le_bytes());
     rec.extend_from_slice(&model_len.to_le_bytes());
+    if let Some((dev, ino)) = id {
+        rec.extend_from_slice(&dev.to_le_bytes());
+        rec.extend_from_slice(&ino.to_le_bytes());
+    }
     rec.extend_from_slice(&(header.len() as u64).to_le_bytes());
     rec.extend_from_slice(&xxh3_64(header).to_le_bytes());
     for (offset, bytes) in runs {
@@ -120,24 +145,27 @@ fn the_backup_record_has_the_documented_layout() {
     let header = &bytes[..offset];
     let runs: [Range<usize>; 2] = [0..BLOCK, 2 * BLOCK..3 * BLOCK];
     assert_eq!(HeaderBackup::pending(&path), None);
-    let backup = HeaderBackup::write(&path, bytes.len() as u64, header, &runs).unwrap();
+    let file = open_rw(&path);
+    let backup = HeaderBackup::write(&path, &file, bytes.len() as u64, header, &runs).unwrap();
     assert_eq!(backup.path(), dir.join(".m.gguf.header-backup"));
     assert_eq!(backup.model(), path);
     assert_eq!(HeaderBackup::pending(&path).as_deref(), Some(backup.path()));
     let rec = std::fs::read(backup.path()).unwrap();
     let runs_as_written: Vec<(u64, &[u8])> =
         runs.iter().map(|r| (r.start as u64, &header[r.clone()])).collect();
-    assert_eq!(rec, record(bytes.len() as u64, header, &runs_as_written));
+    let id = Some(dev_ino(&path));
+    assert_eq!(rec, record_of(id, bytes.len() as u64, header, &runs_as_written));
     assert_eq!(&rec[..8], MAGIC);
     assert_eq!(rec[8..12], VERSION.to_le_bytes());
-    assert_eq!(rec.len(), 8 + 4 + 4 + 8 + 8 + 8 + 2 * (16 + BLOCK) + 8);
+    assert_eq!(VERSION, 2);
+    assert_eq!(rec.len(), 8 + 4 + 4 + 8 + 16 + 8 + 8 + 2 * (16 + BLOCK) + 8);
     assert_eq!(std::fs::read(&path).unwrap(), bytes, "step 1 does not touch the model");
     assert_eq!(dir_entries(&dir), [".m.gguf.header-backup", "m.gguf"], "no temporary left");
     backup.remove().unwrap();
     assert_eq!(HeaderBackup::pending(&path), None);
     assert_eq!(dir_entries(&dir), ["m.gguf"]);
     // A run outside the header is refused before anything is created.
-    let e = HeaderBackup::write(&path, 1, &header[..10], &[0..11]).unwrap_err();
+    let e = HeaderBackup::write(&path, &file, 1, &header[..10], &[0..11]).unwrap_err();
     assert_eq!(e.code(), "stream::in_place::backup_write");
     assert_eq!(dir_entries(&dir), ["m.gguf"]);
     std::fs::remove_dir_all(dir).unwrap();
@@ -209,9 +237,9 @@ fn a_crash_between_any_two_steps_is_undone_by_recover() {
         ("after step 2", new.clone(), runs.clone()),
     ];
     for (when, header, written) in torn_writes {
-        let backup = HeaderBackup::write(&path, len, old, &runs).unwrap();
-        drop(backup); // the crash
         let file = open_rw(&path);
+        let backup = HeaderBackup::write(&path, &file, len, old, &runs).unwrap();
+        drop(backup); // the crash
         overwrite_runs(&file, &path, &header, &written).unwrap();
         drop(file);
         assert!(HeaderBackup::pending(&path).is_some(), "{when}");
@@ -303,15 +331,18 @@ fn recover_checks_the_restored_header_and_keeps_the_backup_when_it_fails() {
     let len = bytes.len() as u64;
     let backup = HeaderBackup::path_for(&path);
 
-    // The model changed outside the blocks the backup holds: after the write-back the header
-    // region does not hash to the recorded value.
+    // The model changed outside the blocks the backup holds (a stale backup: the model was
+    // edited again since): its blocks over the current header would not give the recorded
+    // header, which is found before anything is written.
     let changed = replaced(old, "tail-zzzz", "tail-yyyy");
+    let changed = replaced(&changed, "name-aaaa", "name-bbbb");
     open_rw(&path).write_all_at(&changed, 0).unwrap();
     std::fs::write(&backup, record(len, old, &[(0, &old[..BLOCK])])).unwrap();
     let e = in_place::recover(&path).unwrap_err();
-    assert_eq!(e.code(), "stream::in_place::restore_mismatch", "{e}");
+    assert_eq!(e.code(), "stream::in_place::backup_mismatch", "{e}");
+    assert!(!e.help().is_empty());
     assert!(backup.exists());
-    assert_eq!(&std::fs::read(&path).unwrap()[..offset], &changed[..]);
+    assert_eq!(&std::fs::read(&path).unwrap()[..offset], &changed[..], "nothing was written");
 
     // The recorded header is what the file holds, but it is not a GGUF header: restored, it
     // matches its hash and still does not open.
@@ -359,6 +390,155 @@ fn a_backup_that_cannot_be_written_leaves_the_model_alone() {
     assert_eq!(e.code(), "stream::in_place::backup_write", "{e}");
     assert_eq!(e.path(), Some(elsewhere.as_path()));
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    assert_eq!(dir_entries(&dir), ["m.gguf"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Two editors of one file (issue 16, item 1): the second is refused while the first holds
+/// the file, and an editor that planned from the header the first one replaced is refused
+/// too (`changed`): never a lost update, never a second backup.
+#[test]
+fn concurrent_editors_one_wins_and_the_other_is_refused() {
+    let (dir, path, bytes, offset) = setup("concurrent");
+    let old = &bytes[..offset];
+    let a_new = replaced(old, "name-aaaa", "name-AAAA");
+    let b_new = replaced(old, "tail-zzzz", "tail-BBBB");
+    let (a, b) = (open_rw(&path), open_rw(&path));
+
+    // A holds the file (between its backup and its rewrite, say): B is refused, nothing written.
+    let lock = ExclusiveLock::try_new(&a, &path).unwrap();
+    let e = rewrite_header_in_place(&b, &path, old, &b_new).unwrap_err();
+    assert_eq!(e.code(), "stream::lock::busy", "{e}");
+    assert!(matches!(e, StreamError::Locked { exclusive: true, .. }));
+    assert!(e.to_string().contains("in use by another process"), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    assert_eq!(dir_entries(&dir), ["m.gguf"], "no backup of B's");
+    rewrite_header_locked(&lock, old, &a_new).unwrap();
+    drop(lock);
+
+    // B, planned from the header A replaced, gets the lock now but finds another header.
+    let e = rewrite_header_in_place(&b, &path, old, &b_new).unwrap_err();
+    assert_eq!(e.code(), "stream::in_place::changed", "{e}");
+    assert!(!e.help().is_empty());
+    assert_eq!(&std::fs::read(&path).unwrap()[..offset], &a_new[..], "A's edit is kept");
+    assert_eq!(dir_entries(&dir), ["m.gguf"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Readers and the in-place writer (item 13): a reader waits while the writer holds the file
+/// (and then sees the whole new header); the writer is refused while a reader has it open.
+#[test]
+fn readers_wait_for_the_writer_and_the_writer_refuses_readers() {
+    let (dir, path, bytes, offset) = setup("readers");
+    let old = &bytes[..offset];
+    let new = replaced(old, "name-aaaa", "name-bbbb");
+    let file = open_rw(&path);
+
+    let reader = GgufFile::open(&path, &OpenOptions::default()).unwrap();
+    let e = rewrite_header_in_place(&file, &path, old, &new).unwrap_err();
+    assert_eq!(e.code(), "stream::lock::busy", "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    drop(reader);
+
+    let (tx, rx) = std::sync::mpsc::channel();
+    let opener = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            rx.recv().unwrap();
+            let start = std::time::Instant::now();
+            let g = GgufFile::open(&path, &OpenOptions::default()).unwrap();
+            (start.elapsed(), g.gguf().get_str("general.name").map(str::to_owned))
+        })
+    };
+    let lock = ExclusiveLock::try_new(&file, &path).unwrap();
+    tx.send(()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    rewrite_header_locked(&lock, old, &new).unwrap();
+    drop(lock);
+    let (waited, name) = opener.join().unwrap();
+    assert!(waited >= std::time::Duration::from_millis(200), "the reader waited: {waited:?}");
+    assert_eq!(name.as_deref(), Some("name-bbbb"), "and read the new header");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The backup is created exclusively (item 1): an existing backup is neither replaced nor
+/// removed, and the model is not written.
+#[test]
+fn an_existing_backup_is_never_replaced() {
+    let (dir, path, bytes, offset) = setup("exclusive");
+    let old = &bytes[..offset];
+    let new = replaced(old, "name-aaaa", "name-bbbb");
+    let file = open_rw(&path);
+    let backup = HeaderBackup::write(&path, &file, bytes.len() as u64, old, &[0..BLOCK]).unwrap();
+    let before = std::fs::read(backup.path()).unwrap();
+    let e = rewrite_header_in_place(&file, &path, old, &new).unwrap_err();
+    assert_eq!(e.code(), "stream::in_place::pending", "{e}");
+    let e = HeaderBackup::write(&path, &file, 1, old, &[0..BLOCK]).unwrap_err();
+    assert_eq!(e.code(), "stream::in_place::pending", "{e}");
+    assert_eq!(std::fs::read(backup.path()).unwrap(), before, "the backup is untouched");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    assert_eq!(dir_entries(&dir), [".m.gguf.header-backup", "m.gguf"], "no temporary left");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// The backup follows the file, not the name (item 3): an edit interrupted through a symlink
+/// leaves its backup beside the real file, found from either path and recovered from the real
+/// one; a backup made for another file (same length, another inode) is refused unwritten.
+/// The backup has the model's mode (item 14).
+#[test]
+fn the_backup_is_keyed_by_the_file_not_the_path() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, path, bytes, offset) = setup("identity");
+    let old = &bytes[..offset];
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let links = dir.join("links");
+    std::fs::create_dir(&links).unwrap();
+    let link = links.join("alias.gguf");
+    std::os::unix::fs::symlink(&path, &link).unwrap();
+
+    let file = open_rw(&link);
+    let runs = [0..BLOCK];
+    let backup = HeaderBackup::write(&link, &file, bytes.len() as u64, old, &runs).unwrap();
+    assert_eq!(backup.path(), dir.join(".m.gguf.header-backup"), "beside the real file");
+    let mode = std::fs::metadata(backup.path()).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "as private as the model");
+    drop(backup); // the crash
+    overwrite_runs(&file, &link, &vec![0xEE; BLOCK], &runs).unwrap();
+    drop(file);
+    assert!(HeaderBackup::pending(&path).is_some(), "found from the real path");
+    assert!(HeaderBackup::pending(&link).is_some(), "and through the link");
+    // An edit through the real path is refused while the backup is there.
+    let e = rewrite_header_in_place(&open_rw(&path), &path, &vec![0xEE; offset], old);
+    assert!(e.is_err());
+    in_place::recover(&path).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    assert_eq!(dir_entries(&links), ["alias.gguf"], "nothing beside the link");
+
+    // The model replaced by a copy (another inode, same bytes) since the backup was made.
+    let file = open_rw(&path);
+    let backup = HeaderBackup::write(&path, &file, bytes.len() as u64, old, &runs).unwrap();
+    drop(file);
+    let copy = dir.join("copy.gguf");
+    std::fs::write(&copy, &bytes).unwrap();
+    std::fs::rename(&copy, &path).unwrap();
+    let e = in_place::recover(&path).unwrap_err();
+    assert_eq!(e.code(), "stream::in_place::other_file", "{e}");
+    assert!(backup.path().exists(), "kept");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A file shorter than the header it is given is refused, not extended (item 16).
+#[test]
+fn a_file_shorter_than_the_header_is_refused_not_extended() {
+    let (dir, path, bytes, offset) = setup("short");
+    let old = &bytes[..offset];
+    let new = replaced(old, "name-aaaa", "name-bbbb");
+    let file = open_rw(&path);
+    file.set_len(offset as u64 - 100).unwrap();
+    let e = rewrite_header_in_place(&file, &path, old, &new).unwrap_err();
+    assert_eq!(e.code(), "stream::in_place::file_too_short", "{e}");
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), offset as u64 - 100, "not extended");
     assert_eq!(dir_entries(&dir), ["m.gguf"]);
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_gguf::{GgmlType, MetaValue, ValueType};
 use sipllm_streaming::split::{
-    KEY_COUNT, KEY_NO, KEY_TENSORS_COUNT, SplitLimit, SplitOptions, WrittenFile, merge, shard_path,
-    split_file,
+    KEY_COUNT, KEY_NO, KEY_TENSORS_COUNT, SplitLimit, SplitOptions, WrittenFile, merge, merge_set,
+    shard_path, split_file,
 };
 use sipllm_streaming::{
     GgufFile, MemSource, Model, OpenOptions, SplitFile, StreamError, WeightSource, open_model,
@@ -674,18 +674,31 @@ fn a_failed_split_leaves_no_partial_set_and_merge_never_overwrites_a_shard() {
     let dir = TempDir::new("partial");
     let original = dir.join("m.gguf");
     fs::write(&original, many_tensor_model(6, None)).unwrap();
-    // Shard 2's destination is a directory: the rename onto it fails.
+    // Shard 2's destination is a directory: it is never replaced, and shard 1's complete
+    // temporary is removed again without ever being renamed.
     fs::create_dir(dir.join("m-00002-of-00003.gguf")).unwrap();
     let e = split_file(&original, &SplitOptions::new(SplitLimit::Tensors(2))).unwrap_err();
-    assert_eq!(e.code(), "stream::write::io", "{e}");
-    assert_eq!(dir.names(), ["m-00002-of-00003.gguf", "m.gguf"], "shard 1 was removed again");
+    assert_eq!(e.code(), "stream::write::create", "{e}");
+    assert!(e.to_string().contains("is not a regular file"), "{e}");
+    assert_eq!(dir.names(), ["m-00002-of-00003.gguf", "m.gguf"], "no shard, no temporary left");
     fs::remove_dir(dir.join("m-00002-of-00003.gguf")).unwrap();
 
     let shards = split_file(&original, &SplitOptions::new(SplitLimit::Tensors(2))).unwrap();
     let before = fs::read(&shards[1].path).unwrap();
     let e = merge(&shards[0].path, &shards[1].path, &opts()).unwrap_err();
-    assert_eq!(e.code(), "stream::split::refused");
-    assert!(e.to_string().ends_with("is one of the shards"), "{e}");
+    assert_eq!(e.code(), "stream::write::output_is_input");
+    assert!(e.to_string().contains("writing it would destroy the input"), "{e}");
+    assert!(!e.help().contains("limit"), "merge's help, not split's: {}", e.help());
+    assert_eq!(fs::read(&shards[1].path).unwrap(), before);
+    // By identity: a hard link to a shard, and a symlink to one, are shards too.
+    let hard = dir.join("hard.gguf");
+    fs::hard_link(&shards[2].path, &hard).unwrap();
+    let soft = dir.join("soft.gguf");
+    std::os::unix::fs::symlink(&shards[0].path, &soft).unwrap();
+    for out in [&hard, &soft] {
+        let e = merge(&shards[0].path, out, &opts()).unwrap_err();
+        assert_eq!(e.code(), "stream::write::output_is_input", "{}", out.display());
+    }
     assert_eq!(fs::read(&shards[1].path).unwrap(), before);
 }
 
@@ -732,4 +745,134 @@ fn corrupt_and_truncated_shards_give_coded_errors_never_panics() {
     assert!(outcomes.keys().any(|k| k.starts_with("stream::split::")), "{outcomes:?}");
     fs::write(&written[1].path, &second).unwrap();
     assert!(Model::open(&written[0].path, &opts()).unwrap().split().is_some());
+}
+
+/// A set whose shards disagree on the byte order is refused (issue 16, item 11): merging it
+/// would write byte-swapped data into a valid-looking file.
+#[test]
+fn a_set_of_mixed_byte_orders_is_refused() {
+    let dir = TempDir::new("endian");
+    let paths = write_set(&dir, |i| {
+        let names = [["a", "b"], ["c", "d"], ["e", "f"]];
+        let mut b = GgufBuilder::new();
+        if i == 1 {
+            b = b.endian(sipllm_gguf::Endian::Big);
+        }
+        if i == 0 {
+            b = b.kv("general.architecture", Value::str("llama"));
+        }
+        for (k, v) in keys(i, 3, 6) {
+            b = b.kv(k, v);
+        }
+        for t in names[usize::from(i)] {
+            b = b.tensor(t, GgmlType::F32, &[8]);
+        }
+        b.build()
+    });
+    let e = open_err(&paths[0]);
+    assert_eq!(e.code(), "stream::split::endian_mismatch", "{e}");
+    assert_eq!(e.path(), Some(paths[1].as_path()));
+    assert!(e.to_string().contains("big-endian"), "{e}");
+    let e = merge(&paths[0], &dir.join("merged.gguf"), &opts()).unwrap_err();
+    assert_eq!(e.code(), "stream::split::endian_mismatch");
+    assert!(!dir.join("merged.gguf").exists());
+}
+
+/// `split.no = 65535` in a shard is reported as an index past `split.count` (item 16), not as
+/// "shard 65536 of 3".
+#[test]
+fn a_huge_split_no_in_a_sibling_is_a_bad_index() {
+    let dir = TempDir::new("bad-no");
+    let paths = write_set(&dir, |i| {
+        if i == 2 { shard(&keys(65_535, 3, 6), &["e", "f"], false) } else { good(i) }
+    });
+    let e = open_err(&paths[0]);
+    assert_eq!(e.code(), "stream::split::bad_index", "{e}");
+    assert!(e.to_string().contains("split.no is 65535, but split.count is 3"), "{e}");
+    assert!(!e.to_string().contains("65536"), "{e}");
+}
+
+/// Merge copies every shard's data through the descriptor its header was read from (item 10):
+/// a shard replaced on disk after the set was opened cannot slip its tensors in.
+#[test]
+fn merge_copies_from_the_shards_it_opened() {
+    let dir = TempDir::new("held");
+    let original = dir.join("m.gguf");
+    fs::write(&original, many_tensor_model(6, None)).unwrap();
+    let shards = split_file(&original, &SplitOptions::new(SplitLimit::Tensors(2))).unwrap();
+    let set = SplitFile::open(&shards[0].path, &opts()).unwrap();
+    // The file each shard was parsed from, by identity, is the one its data is read from.
+    for (s, w) in set.shards().zip(&shards) {
+        let held = sipllm_streaming::identity::FileId::of_file(s.file().unwrap()).unwrap();
+        assert_eq!(Some(held), sipllm_streaming::identity::FileId::of_path(&w.path).unwrap());
+    }
+    let before = tensor_bytes(&set);
+
+    // Shard 2 replaced, after the set was opened, by a file of the same layout and other
+    // tensor bytes (a second open of its path would copy those under the old header).
+    let header = GgufFile::open(&shards[1].path, &opts()).unwrap().gguf().data_offset() as usize;
+    let mut swapped = fs::read(&shards[1].path).unwrap();
+    for b in &mut swapped[header..] {
+        *b ^= 0xFF;
+    }
+    let tmp = dir.join("replacement.tmp");
+    fs::write(&tmp, &swapped).unwrap();
+    fs::rename(&tmp, &shards[1].path).unwrap();
+    assert_eq!(tensor_bytes(&set), before, "the held shard is read, not the new file");
+    let merged = dir.join("merged.gguf");
+    merge_set(&set, &merged).unwrap();
+    drop(set);
+    let g = GgufFile::open(&merged, &opts()).unwrap();
+    assert_eq!(tensor_bytes(&g), before, "the merge holds the set that was opened");
+    assert!(fs::read(&merged).unwrap() == fs::read(&original).unwrap(), "byte for byte");
+}
+
+/// Re-splitting over an existing set (item 12): the old first shard goes first and the new
+/// one comes last, and temporaries a killed run left are removed.
+#[test]
+fn a_re_split_replaces_the_set_as_a_set_and_sweeps_stale_temporaries() {
+    let dir = TempDir::new("resplit");
+    let original = dir.join("m.gguf");
+    fs::write(&original, many_tensor_model(6, None)).unwrap();
+    let options = SplitOptions::new(SplitLimit::Tensors(2));
+    let old = split_file(&original, &options).unwrap();
+    // A killed run's temporaries (no process holds them) and an unrelated hidden file.
+    let stale = dir.join(".m-00002-of-00003.gguf.4194303-7.tmp");
+    fs::write(&stale, vec![0u8; 4096]).unwrap();
+    let unrelated = dir.join(".m-00002-of-00003.gguf.notes.tmp");
+    fs::write(&unrelated, b"mine").unwrap();
+    // A new model with the same tensor names and shapes but other bytes.
+    let mut other = many_tensor_model(6, None);
+    let n = other.len();
+    for b in &mut other[n - 64..] {
+        *b ^= 0x5A;
+    }
+    fs::write(&original, &other).unwrap();
+    let new = split_file(&original, &options).unwrap();
+    assert_eq!(
+        old.iter().map(|w| &w.path).collect::<Vec<_>>(),
+        new.iter().map(|w| &w.path).collect::<Vec<_>>()
+    );
+    assert!(!stale.exists(), "the stale temporary is removed");
+    assert!(unrelated.exists(), "a file of another pattern is not");
+    let set = SplitFile::open(&new[0].path, &opts()).unwrap();
+    let g = GgufFile::open(&original, &opts()).unwrap();
+    assert_eq!(tensor_bytes(&set), tensor_bytes(&g), "the whole set is the new one");
+    let names = dir.names();
+    assert!(!names.iter().any(|n| n.ends_with(".tmp") && n.contains("4194303")), "{names:?}");
+}
+
+/// Splitting onto its own input (a shard name that is a hard link to it) is refused by
+/// identity (item 2).
+#[test]
+fn a_shard_name_that_is_the_input_is_refused() {
+    let dir = TempDir::new("self");
+    let original = dir.join("m.gguf");
+    let bytes = many_tensor_model(6, None);
+    fs::write(&original, &bytes).unwrap();
+    fs::hard_link(&original, dir.join("m-00002-of-00003.gguf")).unwrap();
+    let e = split_file(&original, &SplitOptions::new(SplitLimit::Tensors(2))).unwrap_err();
+    assert_eq!(e.code(), "stream::write::output_is_input", "{e}");
+    assert_eq!(fs::read(&original).unwrap(), bytes);
+    assert_eq!(dir.names(), ["m-00002-of-00003.gguf", "m.gguf"], "nothing written");
 }

@@ -52,6 +52,51 @@ fn an_uncommitted_atomic_file_leaves_the_destination_alone() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// Issue 16, item 14: a replaced file keeps its mode (and owner); a symlinked destination has
+/// its target replaced and stays a link; a device or a directory is never replaced; a killed
+/// writer's temporaries are swept, a living one's are not.
+#[test]
+fn atomic_replacement_keeps_mode_follows_links_and_sweeps_stale_temporaries() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = temp_dir("atomic-meta");
+    let dest = dir.join("model.gguf");
+    std::fs::write(&dest, b"old").unwrap();
+    std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o604)).unwrap();
+    let f = AtomicFile::create(&dest).unwrap();
+    f.file().write_all_at(b"new", 0).unwrap();
+    f.commit().unwrap();
+    assert_eq!(std::fs::metadata(&dest).unwrap().mode() & 0o7777, 0o604);
+
+    let link = dir.join("link.gguf");
+    std::os::unix::fs::symlink("model.gguf", &link).unwrap();
+    let f = AtomicFile::create(&link).unwrap();
+    assert_eq!(f.dest(), dest.as_path());
+    f.file().write_all_at(b"newer", 0).unwrap();
+    f.commit().unwrap();
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_eq!(std::fs::read(&dest).unwrap(), b"newer");
+
+    for special in [std::path::Path::new("/dev/null"), dir.as_path()] {
+        let e = AtomicFile::create(special).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{}", special.display());
+    }
+
+    // A dead writer's temporary (nobody holds it locked) is swept; a living one's is not, nor
+    // another destination's.
+    let stale = dir.join(".model.gguf.999999-3.tmp");
+    std::fs::write(&stale, b"partial").unwrap();
+    let other = dir.join(".other.gguf.999999-3.tmp");
+    std::fs::write(&other, b"partial").unwrap();
+    let living = AtomicFile::create(&dest).unwrap();
+    let names = [std::ffi::OsStr::new("model.gguf")];
+    assert_eq!(sipllm_streaming::write::remove_stale_temps(&dir, &names), 1);
+    assert!(!stale.exists());
+    assert!(other.exists());
+    assert!(living.temp_path().exists(), "a living writer's temporary is kept");
+    drop(living);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn copy_range_keeps_holes_and_copies_data() {
     let dir = temp_dir("sparse");

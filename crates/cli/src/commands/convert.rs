@@ -36,30 +36,41 @@ use sipllm_llmw::ModelWriter;
 use sipllm_streaming::write::{AtomicFile, GgufFileBuilder, TensorData, write_llmw_into};
 use sipllm_streaming::{
     Backend, FileBacking, Format, GgufFile, Meta, Model, ModelFile, OpenOptions, ReadAt,
-    StreamError, WeightSource,
+    StreamError, WeightSource, identity,
 };
 
 use crate::cli::ConvertArgs;
 use crate::commands::edit::{Planned, SAMPLE, check_tensors, pending_refusal};
 use crate::commands::{report_open_error, usage_error};
-use crate::open::open_with_file;
+use crate::open::{model_of, open_locked};
 use crate::render::escape;
 use crate::render::value::group;
 use crate::{Ctx, Exit, keys};
 
 /// Runs `convert`.
 pub fn run(args: &ConvertArgs, ctx: &Ctx) -> io::Result<Exit> {
+    // Read under a shared lock (an in-place edit running finishes first), so a backup found
+    // then is an interrupted edit's.
+    let file = match open_locked(&args.input, false) {
+        Ok(file) => file,
+        Err(e) => return Ok(report_open_error(&args.input, &e, ctx)),
+    };
     if let Some(msg) = pending_refusal(&args.input, "") {
         return Ok(usage_error(&msg));
     }
-    let (file, model) = match open_with_file(&args.input, false) {
-        Ok(opened) => opened,
+    let model = match model_of(&file, &args.input) {
+        Ok(model) => model,
         Err(e) => return Ok(report_open_error(&args.input, &e, ctx)),
     };
     let to = match model.format() {
         Format::Gguf => Format::Llmw,
         _ => Format::Gguf,
     };
+    if let Err(e) =
+        identity::refuse_output_is_open_file(&file, &args.input, &args.output, "the output")
+    {
+        return Ok(report_open_error(&args.input, &e, ctx));
+    }
     let out_name = display(&args.output);
     if args.output.is_dir() {
         return Ok(usage_error(&format!("{out_name} is a directory; give a file name")));

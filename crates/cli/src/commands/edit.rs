@@ -4,7 +4,7 @@
 //!
 //! 1. **Parse every edit** (the value syntax is in [`crate::values`]), reading `--set-file`
 //!    files, before anything is opened for writing.
-//! 2. **Open FILE** (strict profile) through one file descriptor ([`open_with_file`]); a
+//! 2. **Open FILE** (strict profile) through one file descriptor, locked first ([`open_locked`]); a
 //!    `.llmw` file is refused with a pointer to `convert`.
 //! 3. **Plan**: [`GgufWriter::from_gguf`] over FILE's whole header, then each edit in the order
 //!    given on the command line ([`apply`]): `--set`/`--set-array`/`--set-file` replace a
@@ -23,8 +23,10 @@
 //!    missing; the tensors must already lie where the new header puts them. The padding pair
 //!    goes right after the last edited pair, so only the blocks between the first edit and the
 //!    padding change. Then the streaming crate's crash-safe rewrite
-//!    ([`rewrite_header_in_place`]): the old bytes of the changed 4 KiB blocks are saved to a
-//!    sidecar (`.NAME.header-backup`, synced, renamed into place), the new bytes are written
+//!    ([`rewrite_header_locked`], under an exclusive lock on FILE held from before the plan to
+//!    after the check: a second editor is refused, readers wait): the old bytes of the changed
+//!    4 KiB blocks are saved to a sidecar (`.NAME.header-backup`, synced, linked into place
+//!    only if none exists), the new bytes are written
 //!    over them and synced, the sidecar is removed. A crash in between leaves the sidecar;
 //!    every later `edit` of FILE refuses ([`pending_refusal`]) until `sipllm edit --recover
 //!    FILE` ([`in_place::recover`]) puts the old bytes back.
@@ -41,7 +43,9 @@ use std::path::{Path, PathBuf};
 use clap::ArgMatches;
 use sipllm_gguf::writer::Value;
 use sipllm_gguf::{GgmlType, Gguf, GgufWriter, Limits, PADDING_KEY, ValueType, WriteError};
-use sipllm_streaming::in_place::{self, BackupDefect, HeaderBackup, rewrite_header_in_place};
+use sipllm_streaming::identity;
+use sipllm_streaming::in_place::{self, BackupDefect, HeaderBackup, rewrite_header_locked};
+use sipllm_streaming::lock::ExclusiveLock;
 use sipllm_streaming::write::{AtomicFile, BuildStats, GgufFileBuilder, TensorData};
 use sipllm_streaming::{
     Backend, FileBacking, GgufFile, Model, OpenOptions, ReadAt, StreamError, WeightSource,
@@ -49,7 +53,7 @@ use sipllm_streaming::{
 
 use crate::cli::EditArgs;
 use crate::commands::{report_open_error, usage_error};
-use crate::open::open_with_file;
+use crate::open::{model_of, open_locked};
 use crate::render::escape::{self, Style};
 use crate::render::value::{group, type_name};
 use crate::{Ctx, Exit, keys, values};
@@ -92,10 +96,10 @@ pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Resu
     if args.recover {
         return recover(&args.file);
     }
-    if let Some(msg) = pending_refusal(&args.file, "") {
-        return Ok(usage_error(&msg));
-    }
+    // An output with an interrupted edit's backup (an output that is FILE is checked with
+    // FILE, under its lock, below).
     if let Some(out) = &args.output
+        && !identity::same_file(out, &args.file)
         && let Some(msg) = pending_refusal(out, "the output ")
     {
         return Ok(usage_error(&msg));
@@ -114,8 +118,30 @@ pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Resu
             "nothing to edit: give --set, --set-array, --set-file, --delete or --rename-tensor",
         ));
     }
-    let (file, model) = match open_with_file(&args.file, args.in_place) {
-        Ok(opened) => opened,
+    // Locked before a byte is read (docs/writer.md, "Who may read or write while an edit
+    // runs"): the in-place writer holds the file exclusively from here to its check, so a
+    // second editor is refused and readers wait; an out-of-place edit reads under a shared
+    // lock, so it never parses a header an in-place edit is rewriting.
+    let file = match open_locked(&args.file, args.in_place) {
+        Ok(file) => file,
+        Err(e @ StreamError::Locked { .. }) => return Ok(usage_error(&in_place_message(&e))),
+        Err(e) => return Ok(report_open_error(&args.file, &e, ctx)),
+    };
+    let lock = if args.in_place {
+        match ExclusiveLock::try_new(&file, &args.file) {
+            Ok(lock) => Some(lock),
+            Err(e) => return Ok(usage_error(&in_place_message(&e))),
+        }
+    } else {
+        None
+    };
+    // Under the lock, a backup is an interrupted edit's, never a running one's.
+    if let Some(msg) = pending_refusal(&args.file, "") {
+        return Ok(usage_error(&msg));
+    }
+
+    let model = match model_of(&file, &args.file) {
+        Ok(model) => model,
         Err(e) => return Ok(report_open_error(&args.file, &e, ctx)),
     };
     let name = display(&args.file);
@@ -125,9 +151,10 @@ pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Resu
              (`sipllm convert {name} model.gguf`), edit that, and convert back if needed"
         )));
     }
-    match &args.output {
-        Some(out) => out_of_place(&args.file, model, &file, edits, out),
-        None => in_place(&args.file, model, &file, edits),
+    match (&args.output, &lock) {
+        (Some(out), _) => out_of_place(&args.file, model, &file, edits, out),
+        (None, Some(lock)) => in_place(lock, model, edits),
+        (None, None) => Ok(usage_error("give -o OUT or --in-place")),
     }
 }
 
@@ -810,9 +837,10 @@ struct Rewritten {
 
 /// The in-place edit: plan a header of exactly the old length, then the crash-safe rewrite;
 /// the source header is dropped before the check re-opens the file.
-fn in_place(path: &Path, model: Model, file: &File, edits: Vec<Edit>) -> io::Result<Exit> {
+fn in_place(lock: &ExclusiveLock<'_>, model: Model, edits: Vec<Edit>) -> io::Result<Exit> {
+    let (path, file) = (lock.path(), lock.file());
     let name = display(path);
-    let done = match rewrite_header(path, &name, &model, file, edits) {
+    let done = match rewrite_header(lock, &name, &model, edits) {
         Ok(Some(done)) => done,
         Ok(None) => {
             let mut o = io::stdout().lock();
@@ -860,12 +888,11 @@ fn in_place(path: &Path, model: Model, file: &File, edits: Vec<Edit>) -> io::Res
 }
 
 /// Plans the new header (same length as the old) and has the streaming crate rewrite it
-/// crash-safely ([`rewrite_header_in_place`]). `Ok(None)`: the edits change nothing.
+/// crash-safely ([`rewrite_header_locked`]). `Ok(None)`: the edits change nothing.
 fn rewrite_header(
-    path: &Path,
+    lock: &ExclusiveLock<'_>,
     name: &str,
     model: &Model,
-    file: &File,
     edits: Vec<Edit>,
 ) -> Result<Option<Rewritten>, Exit> {
     let Some(src) = model.gguf() else {
@@ -934,7 +961,7 @@ fn rewrite_header(
     let Some(old_header) = gguf.bytes().get(..new_header.len()) else {
         return Err(usage_error("the file's header could not be read whole"));
     };
-    let stats = rewrite_header_in_place(file, path, old_header, &new_header)
+    let stats = rewrite_header_locked(lock, old_header, &new_header)
         .map_err(|e| usage_error(&in_place_message(&e)))?;
     if stats.runs.is_empty() {
         return Ok(None);

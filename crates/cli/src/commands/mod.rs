@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use sipllm_streaming::{Backend, FileBacking, ReadAt, StreamError};
+use sipllm_streaming::{Backend, FileBacking, ReadAt, StreamError, identity};
 
 use crate::diagnostic::{FileDiagnostic, Finding, Renderer};
 use crate::glob::Glob;
@@ -45,8 +45,38 @@ pub fn diagnose_open_error(path: &Path, e: &StreamError) -> FileDiagnostic {
     let path = e.path().unwrap_or(path);
     let name = path.display().to_string();
     let finding = Finding::from_stream_error(e);
-    let backing = FileBacking::open(path, Backend::Pread).ok();
+    // A file another process holds locked is not opened again for the hex view: that would
+    // wait for the lock a second time.
+    let backing = match e {
+        StreamError::Locked { .. } | StreamError::OutputIsInput { .. } => None,
+        _ => FileBacking::open(path, Backend::Pread).ok(),
+    };
     FileDiagnostic::new(finding, &name, backing.as_ref().map(|b| b as &dyn ReadAt))
+}
+
+/// Refuses (exit code 2, the coded diagnostic) to write `output` when it is one of the files
+/// `opened` holds — `file`, or every shard of the set it opened — by file identity: a symlink
+/// or hard link to an input is that input. `-` (standard output) is never a file here.
+pub fn refuse_input_as_output(
+    file: &Path,
+    opened: &Opened,
+    output: &Path,
+    what: &'static str,
+    ctx: &Ctx,
+) -> Result<(), Exit> {
+    if output == Path::new("-") {
+        return Ok(());
+    }
+    let shards: Vec<&Path> = match opened.split() {
+        Some(set) => set.paths().flatten().collect(),
+        None => vec![file],
+    };
+    for input in shards {
+        if let Err(e) = identity::refuse_output_is_input(input, output, what) {
+            return Err(report_open_error(file, &e, ctx));
+        }
+    }
+    Ok(())
 }
 
 /// Compiles `--filter`, or reports the bad pattern on standard error (exit code 2).

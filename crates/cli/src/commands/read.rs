@@ -10,7 +10,7 @@ use std::path::Path;
 use sipllm_streaming::WeightSource;
 
 use crate::cli::ReadArgs;
-use crate::commands::{open_or_report, report_open_error, usage_error};
+use crate::commands::{open_or_report, refuse_input_as_output, report_open_error, usage_error};
 use crate::render::escape;
 use crate::{Ctx, Exit};
 
@@ -30,6 +30,11 @@ pub fn run(args: &ReadArgs, ctx: &Ctx) -> io::Result<Exit> {
         Ok(o) => o,
         Err(exit) => return Ok(exit),
     };
+    if let Some(out) = &args.output
+        && let Err(exit) = refuse_input_as_output(&args.file, &opened, out, "the output", ctx)
+    {
+        return Ok(exit);
+    }
     let Some(source) = opened.source() else {
         return Ok(usage_error("the file's tensor data cannot be read"));
     };

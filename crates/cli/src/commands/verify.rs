@@ -17,7 +17,7 @@ use sha2::Digest as _;
 use sipllm_streaming::{TensorInfo, WeightSource};
 
 use crate::cli::{HashKind, VerifyArgs};
-use crate::commands::{open_or_report, report_open_error, usage_error};
+use crate::commands::{open_or_report, refuse_input_as_output, report_open_error, usage_error};
 use crate::render::escape;
 use crate::render::json::hex;
 use crate::render::value::{group, human_bytes};
@@ -120,6 +120,12 @@ pub fn run(args: &VerifyArgs, ctx: &Ctx) -> io::Result<Exit> {
         Ok(o) => o,
         Err(exit) => return Ok(exit),
     };
+    if let Some(manifest) = &args.manifest
+        && let Err(exit) =
+            refuse_input_as_output(&args.file, &opened, manifest, "the manifest", ctx)
+    {
+        return Ok(exit);
+    }
     let Some(source) = opened.source() else {
         let _ = writeln!(
             io::stderr(),

@@ -480,7 +480,14 @@ fn an_interrupted_in_place_edit_is_refused_until_recovered() {
     // half overwritten.
     let len = original.len() as u64;
     let whole = [0..data_offset];
-    let backup = HeaderBackup::write(&path, len, &original[..data_offset], &whole).unwrap();
+    let backup = HeaderBackup::write(
+        &path,
+        &std::fs::File::open(&path).unwrap(),
+        len,
+        &original[..data_offset],
+        &whole,
+    )
+    .unwrap();
     let backup_path = backup.path().to_path_buf();
     assert_eq!(backup_path, dir.join(".m.gguf.header-backup"));
     drop(backup); // the crash: the backup stays
@@ -515,13 +522,27 @@ fn an_interrupted_in_place_edit_is_refused_until_recovered() {
 
     // A crash after step 2 (new header complete, backup still there): recovery puts the old
     // header back, which is also a consistent file.
-    HeaderBackup::write(&path, len, &original[..data_offset], &whole).unwrap();
+    HeaderBackup::write(
+        &path,
+        &std::fs::File::open(&path).unwrap(),
+        len,
+        &original[..data_offset],
+        &whole,
+    )
+    .unwrap();
     let run = sipllm(&dir, &["edit", &file, "--in-place", "--set", "general.name=str:n"]);
     assert_eq!(run.code, Some(2), "refused while the backup exists");
     std::fs::remove_file(&backup_path).unwrap();
     let run = sipllm(&dir, &["edit", &file, "--in-place", "--set", "general.name=str:n"]);
     assert_eq!(run.code, Some(0), "{}", run.transcript());
-    HeaderBackup::write(&path, len, &original[..data_offset], &whole).unwrap();
+    HeaderBackup::write(
+        &path,
+        &std::fs::File::open(&path).unwrap(),
+        len,
+        &original[..data_offset],
+        &whole,
+    )
+    .unwrap();
     let run = sipllm(&dir, &["edit", "--recover", &file]);
     assert_eq!(run.code, Some(0), "{}", run.transcript());
     assert_eq!(std::fs::read(&path).unwrap(), original);
@@ -534,7 +555,15 @@ fn an_interrupted_in_place_edit_is_refused_until_recovered() {
     assert_eq!(std::fs::read(&path).unwrap(), original);
     assert!(backup_path.exists(), "a backup that cannot be used is kept");
     // Nor is a backup made for a file of another length.
-    HeaderBackup::write(&path, len + 1, &original[..data_offset], &whole).unwrap();
+    std::fs::remove_file(&backup_path).unwrap();
+    HeaderBackup::write(
+        &path,
+        &std::fs::File::open(&path).unwrap(),
+        len + 1,
+        &original[..data_offset],
+        &whole,
+    )
+    .unwrap();
     let run = sipllm(&dir, &["edit", "--recover", &file]);
     assert_eq!(run.code, Some(2));
     transcript.push_str(&format!("$ sipllm edit --recover m.gguf\n{}\n", run.transcript()));

@@ -8,6 +8,8 @@
 //! * `commands`: `read`, `verify`, `tensors`, `completions`, `.llmw` files;
 //! * `edit`: `edit` out of place and in place, every refusal, crashes and recovery;
 //! * `convert`: `convert` round trips and refusals, and `make-toy`;
+//! * `safety`: concurrent and interrupted writers, outputs that are inputs, modes, symlinks,
+//!   big split sets, killed re-splits (issue 16);
 //! * `split`: `split` and `merge`, and every reading command on a split set;
 //! * `terminal`: colors and binary output on a pseudo-terminal;
 //! * `bounds`: bounded memory and output on hostile inputs, special files, unambiguous escaping;
@@ -22,6 +24,7 @@ mod exit_codes;
 mod files;
 mod golden;
 mod peak_memory;
+mod safety;
 mod split;
 mod support;
 mod terminal;

@@ -35,7 +35,7 @@ mod write;
 pub use name::{ShardName, shard_file_name, shard_path};
 pub use set::SplitFile;
 pub use write::{
-    SIZE_PADDING, SplitLimit, SplitOptions, WrittenFile, merge, plan_shards, split_file,
+    SIZE_PADDING, SplitLimit, SplitOptions, WrittenFile, merge, merge_set, plan_shards, split_file,
 };
 
 use std::path::Path;

@@ -150,6 +150,7 @@ impl SplitFile {
                 count,
             });
         }
+        ensure_open_files(path, count)?;
         let mut given = Some(given);
         let mut shards = Vec::with_capacity(usize::from(count));
         for i in 0..count {
@@ -175,6 +176,7 @@ impl SplitFile {
                 Err(e) => return Err(e),
             };
             let (shard_no, shard_count) = opened.no_and_count()?;
+            check_index(&opened, shard_no, shard_count)?;
             if shard_count != count {
                 return Err(StreamError::SplitKeyMismatch {
                     path: Some(shard_path),
@@ -205,6 +207,10 @@ impl SplitFile {
         paths: &[P],
         options: &OpenOptions,
     ) -> Result<SplitFile, StreamError> {
+        if let Some(first) = paths.first() {
+            let count = u16::try_from(paths.len()).unwrap_or(u16::MAX);
+            ensure_open_files(first.as_ref(), count)?;
+        }
         let files =
             paths.iter().map(|p| GgufFile::open(p, options)).collect::<Result<Vec<_>, _>>()?;
         SplitFile::from_files(files)
@@ -270,7 +276,17 @@ impl SplitFile {
         let tensors_count = first.keys.tensors_count.ok_or_else(|| {
             StreamError::SplitKeyMissing { path: first_path.clone(), key: KEY_TENSORS_COUNT }
         })?;
+        let endian = first.file.gguf().endian();
         for s in shards.iter().skip(1) {
+            let found = s.file.gguf().endian();
+            if found != endian {
+                return Err(StreamError::SplitEndianMismatch {
+                    path: s.path(),
+                    expected: endian,
+                    found,
+                    reference: first_path.clone(),
+                });
+            }
             if let Some(n) = s.keys.tensors_count
                 && n != tensors_count
             {
@@ -485,6 +501,49 @@ impl WeightSource for SplitFile {
     fn file_size(&self) -> u64 {
         self.file_size
     }
+}
+
+/// Descriptors kept free beside a set's shards (standard streams, an output and its
+/// temporary, directories synced, the engine's own files).
+const SPARE_FILES: u64 = 64;
+
+/// Makes room for a set of `count` shards, each held open while the set is (so a shard
+/// replaced on disk meanwhile cannot change what is read): raises the soft open-file limit
+/// (`RLIMIT_NOFILE`) toward the hard one where it is too low, as Go's runtime does at
+/// start-up. A process-wide change, made only when needed and only upward.
+///
+/// # Errors
+///
+/// [`StreamError::SplitTooManyFiles`] when even the hard limit is too low; nothing is opened.
+fn ensure_open_files(set: &Path, count: u16) -> Result<(), StreamError> {
+    #[cfg(unix)]
+    {
+        use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+        let needed = u64::from(count).saturating_add(SPARE_FILES);
+        let limit = getrlimit(Resource::Nofile);
+        let Some(current) = limit.current else { return Ok(()) };
+        if current >= needed {
+            return Ok(());
+        }
+        let raised = limit.maximum.map_or(needed, |max| max.min(needed));
+        if raised > current {
+            let _ = setrlimit(
+                Resource::Nofile,
+                Rlimit { current: Some(raised), maximum: limit.maximum },
+            );
+        }
+        let now = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
+        if now < needed {
+            return Err(StreamError::SplitTooManyFiles {
+                set: set.to_path_buf(),
+                count,
+                limit: now,
+            });
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (set, count);
+    Ok(())
 }
 
 fn check_index(o: &Opened, no: u16, count: u16) -> Result<(), StreamError> {

@@ -2,8 +2,8 @@
 
 use std::borrow::Cow;
 use std::fs::File;
+use std::io;
 use std::ops::Range;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use sipllm_gguf::writer::Value;
@@ -11,12 +11,15 @@ use sipllm_gguf::{Gguf, GgufWriter, TensorDesc, align_up};
 
 use crate::error::StreamError;
 use crate::gguf_file::GgufFile;
+use crate::identity::{self, refuse_output_is_open_file};
 use crate::options::OpenOptions;
 use crate::source::WeightSource;
 use crate::split::name::shard_path;
 use crate::split::set::SplitFile;
 use crate::split::{KEY_COUNT, KEY_NO, KEY_TENSORS_COUNT, SPLIT_KEYS, SplitKeys};
-use crate::write::{GgufFileBuilder, TensorData};
+use crate::write::{
+    AtomicFile, ClosedTemp, GgufFileBuilder, TensorData, remove_stale_temps, sync_dir,
+};
 
 /// The padding [`SplitLimit::Size`] measures tensors with: gguf-split counts each tensor as its
 /// size rounded up to 32 bytes (`GGUF_DEFAULT_ALIGNMENT`), whatever the file's alignment.
@@ -145,11 +148,20 @@ pub fn plan_shards(
 /// even when the first declares another alignment).
 ///
 /// Memory stays bounded: headers are serialized from `src`'s parsed header (arrays copied
-/// verbatim), and tensor data is copied file to file in the kernel (`copy_range`), holes kept.
-/// Each shard is written to a temporary file and renamed into place once complete; if a shard
-/// fails, the shards this call already wrote are removed again.
+/// verbatim), and tensor data is copied file to file in the kernel (`copy_range`), holes kept,
+/// from the descriptor `src` was parsed through.
 ///
-/// Refused: a file that is already a shard of a set ([`StreamError::SplitAlreadySplit`]); a
+/// The set is replaced atomically as a set: every shard is first written complete to a
+/// temporary (synced, closed); only then is an old first shard of the same name removed and
+/// the temporaries renamed, the last shard first and the first shard last. At no instant does
+/// a first shard stand beside shards of another run, so a kill leaves the old set, the new
+/// set, or a set without its first shard (refused as incomplete) — never a mix that
+/// validates. Temporaries a killed earlier run left for these names are removed first
+/// ([`remove_stale_temps`](crate::write::remove_stale_temps)). If a shard fails, nothing is
+/// renamed; if a rename fails, the shards already renamed are removed again.
+///
+/// Refused: a shard name that is the input ([`StreamError::OutputIsInput`], by file
+/// identity); a file that is already a shard of a set ([`StreamError::SplitAlreadySplit`]); a
 /// limit of 0, a file without tensors, a tensor of unknown size, a plan of more than 65,535
 /// shards, and an empty shard other than a metadata-only first ([`StreamError::SplitRefused`]).
 pub fn split_file(src: &Path, options: &SplitOptions) -> Result<Vec<WrittenFile>, StreamError> {
@@ -213,45 +225,89 @@ pub fn split_file(src: &Path, options: &SplitOptions) -> Result<Vec<WrittenFile>
             .map_err(|source| StreamError::Create { path: dir.clone(), source })?;
     }
     let prefix = dir.join(stem);
-    let data =
-        File::open(src).map_err(|source| StreamError::Open { path: src.to_path_buf(), source })?;
-
-    let mut written: Vec<WrittenFile> = Vec::with_capacity(plan.len());
-    let result = (|| {
-        for (k, range) in plan.iter().enumerate() {
-            let no = u16::try_from(k).unwrap_or(u16::MAX);
-            let dest = shard_path(&prefix, no, count);
-            if same_file(&dest, src) {
-                return Err(refuse(format!("shard {} would overwrite the input", k + 1)));
-            }
-            let mut w = if k == 0 {
-                let mut w = GgufWriter::from_gguf(gguf).pad_tensorless(true);
-                w.tensors_mut().clear();
-                w
-            } else {
-                GgufWriter::new().endian(gguf.endian()).version(written_version(gguf))
-            };
-            w.set(KEY_NO.as_bytes(), Value::Uint16(no));
-            w.set(KEY_COUNT.as_bytes(), Value::Uint16(count));
-            w.set(KEY_TENSORS_COUNT.as_bytes(), Value::Int32(total));
-            let mut offsets = Vec::with_capacity(range.len());
-            for t in gguf.tensors().skip(range.start).take(range.len()) {
-                w.add_tensor(desc(t.name.as_bytes(), t.info.dims(), t.info.ggml_type()));
-                offsets.push(t.info.abs_offset());
-            }
-            let file_size = write(w, &offsets, &[&data], &dest)?;
-            written.push(WrittenFile { path: dest, tensors: range.len(), file_size });
-        }
-        Ok(())
-    })();
-    if let Err(e) = result {
-        for f in &written {
-            // Best effort: a failed split should not leave a partial set behind.
-            let _ = std::fs::remove_file(&f.path);
-        }
-        return Err(e);
+    // The bytes copied are those of the file whose header was parsed (held open since).
+    let data = input.file().ok_or_else(|| refuse("the input is not a file".into()))?;
+    let dests: Vec<PathBuf> = (0..count).map(|no| shard_path(&prefix, no, count)).collect();
+    for (k, dest) in dests.iter().enumerate() {
+        refuse_output_is_open_file(data, src, dest, shard_what(k))?;
     }
-    Ok(written)
+    // Temporaries a killed earlier run left for these names (nobody holds them locked).
+    let names: Vec<&std::ffi::OsStr> = dests.iter().filter_map(|d| d.file_name()).collect();
+    remove_stale_temps(&dir, &names);
+
+    // Phase 1: every shard complete, synced and closed under a temporary name; the old set,
+    // if any, untouched.
+    let mut pending: Vec<(ClosedTemp, WrittenFile)> = Vec::with_capacity(plan.len());
+    for ((k, range), dest) in plan.iter().enumerate().zip(&dests) {
+        let no = u16::try_from(k).unwrap_or(u16::MAX);
+        let mut w = if k == 0 {
+            let mut w = GgufWriter::from_gguf(gguf).pad_tensorless(true);
+            w.tensors_mut().clear();
+            w
+        } else {
+            GgufWriter::new().endian(gguf.endian()).version(written_version(gguf))
+        };
+        w.set(KEY_NO.as_bytes(), Value::Uint16(no));
+        w.set(KEY_COUNT.as_bytes(), Value::Uint16(count));
+        w.set(KEY_TENSORS_COUNT.as_bytes(), Value::Int32(total));
+        let mut offsets = Vec::with_capacity(range.len());
+        for t in gguf.tensors().skip(range.start).take(range.len()) {
+            w.add_tensor(desc(t.name.as_bytes(), t.info.dims(), t.info.ggml_type()));
+            offsets.push((0, t.info.abs_offset()));
+        }
+        let (tmp, file_size) = write_temp(w, &offsets, &[data], dest)?;
+        pending.push((tmp, WrittenFile { path: dest.clone(), tensors: range.len(), file_size }));
+    }
+    rename_set(pending)
+}
+
+/// What an output of a split is called in errors.
+fn shard_what(k: usize) -> &'static str {
+    if k == 0 { "shard 1" } else { "a shard" }
+}
+
+/// Phase 2 of a split: the complete temporaries become the set. The old first shard (if a set
+/// of this name and count exists) is removed first and the new first shard renamed last, so at
+/// every instant a set whose first shard is present is wholly old or wholly new: a kill in
+/// between leaves a set without its first shard (refused as incomplete), never a mix that
+/// validates. A failure removes the new shards already renamed.
+fn rename_set(pending: Vec<(ClosedTemp, WrittenFile)>) -> Result<Vec<WrittenFile>, StreamError> {
+    let Some(first_dest) = pending.first().map(|(t, _)| t.dest().to_path_buf()) else {
+        return Ok(Vec::new());
+    };
+    let create_err = |path: &Path, source| StreamError::Create { path: path.to_path_buf(), source };
+    match std::fs::remove_file(&first_dest) {
+        Ok(()) => sync_dir(&first_dest),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(create_err(&first_dest, e)),
+    }
+    let mut written: Vec<Option<WrittenFile>> = Vec::with_capacity(pending.len());
+    let mut temps: Vec<Option<ClosedTemp>> = Vec::with_capacity(pending.len());
+    for (t, w) in pending {
+        temps.push(Some(t));
+        written.push(Some(w));
+    }
+    let mut renamed: Vec<PathBuf> = Vec::new();
+    // The last shard first, the first shard last.
+    for k in (0..temps.len()).rev() {
+        let Some(tmp) = temps.get_mut(k).and_then(Option::take) else { continue };
+        let dest = tmp.dest().to_path_buf();
+        if let Err(source) = tmp.rename() {
+            for p in &renamed {
+                // Best effort: a failed split should not leave a partial set behind.
+                let _ = std::fs::remove_file(p);
+            }
+            let offset = written.get(k).and_then(Option::as_ref).map_or(0, |w| w.file_size);
+            return Err(StreamError::Write { path: dest, offset, source });
+        }
+        if k == 1 {
+            // Every other shard is in place before the first appears.
+            sync_dir(&dest);
+        }
+        renamed.push(dest);
+    }
+    sync_dir(&first_dest);
+    Ok(written.into_iter().flatten().collect())
 }
 
 /// Merges the split set that `shard` (any of its shards, normally the first) belongs to into
@@ -264,8 +320,10 @@ pub fn split_file(src: &Path, options: &SplitOptions) -> Result<Vec<WrittenFile>
 /// `split.count` to 0.) A set of one file (`split.count = 1`) is accepted.
 ///
 /// The set is opened and checked as [`SplitFile::open`] does; tensor data is copied file to
-/// file in bounded memory, and `out` is written to a temporary and renamed into place. `out`
-/// must not be one of the shards.
+/// file in bounded memory from the descriptors the shards were parsed through (each shard is
+/// opened once and held), and `out` is written to a temporary and renamed into place (through
+/// a symlink: over the file it points at). `out` must not be one of the shards, by file
+/// identity ([`StreamError::OutputIsInput`]).
 pub fn merge(shard: &Path, out: &Path, options: &OpenOptions) -> Result<WrittenFile, StreamError> {
     let first = GgufFile::open(shard, options)?;
     let keys = SplitKeys::read(first.gguf(), Some(shard))?;
@@ -276,18 +334,29 @@ pub fn merge(shard: &Path, out: &Path, options: &OpenOptions) -> Result<WrittenF
         });
     }
     let set = SplitFile::from_shard(shard, first, options)?;
-    let mut files = Vec::with_capacity(set.shard_count());
-    for path in set.paths().flatten() {
-        if same_file(path, out) {
-            return Err(StreamError::SplitRefused {
-                path: shard.to_path_buf(),
-                reason: format!("the output {} is one of the shards", out.display()),
-            });
-        }
-        files.push(
-            File::open(path)
-                .map_err(|source| StreamError::Open { path: path.to_path_buf(), source })?,
-        );
+    merge_set(&set, out)
+}
+
+/// [`merge`] of a set already opened ([`SplitFile::open`], [`SplitFile::open_paths`], or
+/// [`SplitFile::from_files`] over files): every shard's data is copied from the descriptor its
+/// header was read through, held since the set was opened, so a shard replaced on disk
+/// meanwhile cannot put its bytes under the old header.
+///
+/// # Errors
+///
+/// [`StreamError::OutputIsInput`] when `out` is one of the shards; [`StreamError::Open`] for a
+/// shard held in memory (not a file); the write's errors.
+pub fn merge_set(set: &SplitFile, out: &Path) -> Result<WrittenFile, StreamError> {
+    let shard = set.path().unwrap_or(Path::new("the set"));
+    let mut files: Vec<&File> = Vec::with_capacity(set.shard_count());
+    for s in set.shards() {
+        let path = s.path().unwrap_or(shard);
+        let file = s.file().ok_or_else(|| StreamError::Open {
+            path: path.to_path_buf(),
+            source: io::Error::new(io::ErrorKind::Unsupported, "the shard is not a local file"),
+        })?;
+        refuse_output_is_open_file(file, path, out, "the output")?;
+        files.push(file);
     }
     let mut w = GgufWriter::from_gguf(set.first().gguf()).pad_tensorless(true);
     for key in SPLIT_KEYS {
@@ -301,8 +370,17 @@ pub fn merge(shard: &Path, out: &Path, options: &OpenOptions) -> Result<WrittenF
             sources.push((s, t.info.abs_offset()));
         }
     }
-    let refs: Vec<&File> = files.iter().collect();
-    let file_size = write_from(w, &sources, &refs, out)?;
+    let real_out = identity::resolve(out);
+    if let (Some(dir), Some(name)) = (real_out.parent(), real_out.file_name()) {
+        remove_stale_temps(dir, &[name]);
+    }
+    let (tmp, file_size) = write_temp(w, &sources, &files, out)?;
+    tmp.rename().map_err(|source| StreamError::Write {
+        path: out.to_path_buf(),
+        offset: file_size,
+        source,
+    })?;
+    sync_dir(&real_out);
     Ok(WrittenFile { path: out.to_path_buf(), tensors: sources.len(), file_size })
 }
 
@@ -316,38 +394,27 @@ fn desc<'a>(name: &'a [u8], dims: &[u64], ggml_type: sipllm_gguf::GgmlType) -> T
     TensorDesc { name: Cow::Borrowed(name), dims: dims.to_vec(), ggml_type }
 }
 
-/// Writes `w`'s header and each tensor's data from `files[0]` at `offsets[i]`.
-fn write(
-    w: GgufWriter<'_>,
-    offsets: &[u64],
-    files: &[&File],
-    dest: &Path,
-) -> Result<u64, StreamError> {
-    let sources: Vec<(usize, u64)> = offsets.iter().map(|&o| (0, o)).collect();
-    write_from(w, &sources, files, dest)
-}
-
 /// Writes `w`'s header and each tensor's data from `files[s]` at offset `o`, for `(s, o)` in
-/// `sources` (the writer's tensor order).
-fn write_from(
+/// `sources` (the writer's tensor order), into a temporary beside `dest`, synced and closed.
+fn write_temp(
     w: GgufWriter<'_>,
     sources: &[(usize, u64)],
     files: &[&File],
     dest: &Path,
-) -> Result<u64, StreamError> {
+) -> Result<(ClosedTemp, u64), StreamError> {
     let mut builder = GgufFileBuilder::new(w);
     for (i, &(s, offset)) in sources.iter().enumerate() {
         if let Some(&file) = files.get(s) {
             builder.set_data(i, TensorData::File { file, offset });
         }
     }
-    Ok(builder.write_to_path(dest)?.file_size)
-}
-
-/// True when both paths name the same existing file.
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    }
+    let out = AtomicFile::create(dest)
+        .map_err(|source| StreamError::Create { path: dest.to_path_buf(), source })?;
+    let stats = builder.write_into(&out)?;
+    let tmp = out.close().map_err(|source| StreamError::Write {
+        path: dest.to_path_buf(),
+        offset: stats.file_size,
+        source,
+    })?;
+    Ok((tmp, stats.file_size))
 }
