@@ -6,6 +6,7 @@ use smallvec::SmallVec;
 use crate::ast::{ArrayHead, Directory, MetaKv, Span, TensorInfo};
 use crate::error::{Error, ErrorKind, Path, PathSeg, StrField, Warning, WarningKind};
 use crate::ggml::{self, GgmlType, SizeError};
+use crate::ggml_compat::{self, c_str};
 use crate::grammar::{self, Encoding, PErr, PResult};
 use crate::header::{Endian, Header, VersionProbe, probe_version};
 use crate::index::NameIndex;
@@ -253,11 +254,6 @@ fn first_invalid_string(run: &[u8], enc: Encoding) -> Option<(u64, &[u8])> {
 
 fn lossy(bytes: &[u8]) -> Box<str> {
     String::from_utf8_lossy(bytes).into()
-}
-
-/// A name as C sees it: the bytes before its first NUL.
-fn c_str(name: &[u8]) -> &[u8] {
-    name.split(|&b| b == 0).next().unwrap_or_default()
 }
 
 /// Keys should be dot-separated `lower_snake_case` segments of ASCII letters and digits.
@@ -587,6 +583,15 @@ impl Decoder {
         if key.is_empty() {
             self.tolerate(ErrorKind::EmptyKey, key_span, field_path, warnings)?;
         }
+        let nul = ErrorKind::NulInKey;
+        warnings.extend(ggml_compat::check_nul(
+            self.profile(),
+            key,
+            nul,
+            key_span.offset,
+            key_span.len,
+            field_path,
+        )?);
         if self.profile() != Profile::LlamaCpp
             && let Err(e) = std::str::from_utf8(key)
         {
@@ -707,7 +712,11 @@ impl Decoder {
             Some(ty) if enc.wide || ty.in_v1() => ty,
             _ => return Err(type_err(ErrorKind::UnknownValueType { code })),
         };
-        let is_alignment = key == b"general.alignment";
+        let is_alignment = ggml_compat::is_alignment_key(
+            self.profile(),
+            key,
+            self.kvs.iter().map(|kv| kv.key.slice(buf).unwrap_or_default()),
+        );
         if is_alignment && value_type != ValueType::Uint32 {
             let kind = ErrorKind::AlignmentType { found: value_type };
             self.tolerate(
@@ -1181,16 +1190,8 @@ impl Decoder {
         }
         let dims_span = Span::new(dims_at, dims.len() as u64 * dim_size);
         let dims_path = || path().with(PathSeg::Field("ne"));
-        if profile == Profile::LlamaCpp
-            && ggml::tensor_element_count(&dims).is_ok_and(|n| n > i64::MAX as u64)
-        {
-            return Err(Error::new(
-                ErrorKind::ElementCountOverflow,
-                dims_span.offset,
-                dims_span.len,
-                dims_path(),
-            ));
-        }
+        ggml_compat::element_count_check(profile, &dims)
+            .map_err(|kind| Error::new(kind, dims_span.offset, dims_span.len, dims_path()))?;
         // The element count must fit whatever the type: `tensor_nbytes` reports an unsized
         // type before it looks at the dims, so a tolerated unknown type would otherwise let
         // an overflowing count through (and `TensorInfo::element_count` promises it fits).
@@ -1307,9 +1308,16 @@ impl Decoder {
         }
         if name.is_empty() {
             warnings.push(Warning::new(WarningKind::EmptyTensorName, span.offset, 0, name_path()));
-        } else if name.contains(&0) {
-            warnings.push(Warning::new(WarningKind::NulInName, span.offset, span.len, name_path()));
         }
+        let nul = ErrorKind::NulInName;
+        warnings.extend(ggml_compat::check_nul(
+            profile,
+            name,
+            nul,
+            span.offset,
+            span.len,
+            name_path,
+        )?);
         let tensors = &self.tensors;
         let resolve =
             |i: u32| tensors.get(i as usize).and_then(|t| t.name.slice(buf)).unwrap_or_default();
@@ -1339,6 +1347,8 @@ impl Decoder {
         let data_offset = ggml::align_up(directory_end, alignment.into())
             .ok_or_else(|| Error::new(ErrorKind::OffsetOverflow, directory_end, 0, path()))?;
         let has_tensors = self.header.is_some_and(|h| h.tensor_count > 0);
+        let data_offset =
+            ggml_compat::data_offset(self.profile(), has_tensors, directory_end, data_offset);
         let mut warnings = SmallVec::<[Warning; 2]>::new();
         if has_tensors {
             // The padding must exist (ggml seeks to the data section); its bytes should be 0.

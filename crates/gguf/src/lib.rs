@@ -72,6 +72,7 @@ pub mod builder;
 mod decoder;
 mod error;
 mod ggml;
+mod ggml_compat;
 mod grammar;
 mod header;
 mod index;
