@@ -130,8 +130,16 @@ struct Field {
     what: String,
 }
 
+/// A base file's fields, and the (offset, length) of every key and tensor name.
+struct Layout {
+    fields: Vec<Field>,
+    keys: Vec<(usize, usize)>,
+    names: Vec<(usize, usize)>,
+    endian: Endian,
+}
+
 /// The fields of `base`, from a lenient parse without limits (none if it does not parse).
-fn fields(base: &[u8]) -> (Vec<Field>, Vec<(usize, usize)>, Vec<(usize, usize)>, Endian) {
+fn fields(base: &[u8]) -> Layout {
     let unlimited = Limits {
         max_string_len: u64::MAX,
         max_array_len: u64::MAX,
@@ -142,7 +150,12 @@ fn fields(base: &[u8]) -> (Vec<Field>, Vec<(usize, usize)>, Vec<(usize, usize)>,
     };
     let opts = ParseOptions::new(Profile::Lenient).with_limits(unlimited).with_v1(true);
     let Ok(g) = sipllm_gguf::parse_with(base, &opts) else {
-        return (Vec::new(), Vec::new(), Vec::new(), Endian::Little);
+        return Layout {
+            fields: Vec::new(),
+            keys: Vec::new(),
+            names: Vec::new(),
+            endian: Endian::Little,
+        };
     };
     let endian = g.endian();
     let wide = g.version() != 1;
@@ -190,7 +203,7 @@ fn fields(base: &[u8]) -> (Vec<Field>, Vec<(usize, usize)>, Vec<(usize, usize)>,
         out.push(f(type_at, 4, format!("t{i}.type")));
         out.push(f(type_at + 4, 8, format!("t{i}.offset")));
     }
-    (out, keys, names, endian)
+    Layout { fields: out, keys, names, endian }
 }
 
 fn put(bytes: &mut [u8], at: usize, width: usize, value: u64, endian: Endian) {
@@ -217,7 +230,7 @@ fn get(bytes: &[u8], at: usize, width: usize, endian: Endian) -> u64 {
 /// values (and to its own value ± 1, × 2), plus the semantic mutants of the module docs. At
 /// most `max`, chosen evenly over the fields when there are more (`seed` picks which).
 pub fn field_mutants(base_name: &str, base: &[u8], max: usize, seed: u64) -> Vec<Mutant> {
-    let (fields, keys, names, endian) = fields(base);
+    let Layout { fields, keys, names, endian } = fields(base);
     let mut out = Vec::new();
     for field in &fields {
         let own = get(base, field.at, field.width, endian);
