@@ -147,7 +147,8 @@ fn sipllm(path: &Path) -> Result<Json, String> {
     }
     let opened = open_file(path, &settings).map_err(|e| format!("open after validate: {e}"))?;
     let Some(g) = opened.gguf() else {
-        return Err(format!("not read as GGUF but {}", opened.format().label()));
+        // Accepted, but not as GGUF (a `.llmw` file): ggml can only refuse it.
+        return Ok(json!({"ok": true, "format": opened.format().label()}));
     };
     let kv: Vec<Json> = g
         .metadata()

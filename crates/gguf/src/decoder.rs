@@ -584,14 +584,7 @@ impl Decoder {
             self.tolerate(ErrorKind::EmptyKey, key_span, field_path, warnings)?;
         }
         let nul = ErrorKind::NulInKey;
-        warnings.extend(ggml_compat::check_nul(
-            self.profile(),
-            key,
-            nul,
-            key_span.offset,
-            key_span.len,
-            field_path,
-        )?);
+        warnings.extend(ggml_compat::check_nul(self.profile(), key, nul, key_span, field_path)?);
         if self.profile() != Profile::LlamaCpp
             && let Err(e) = std::str::from_utf8(key)
         {
@@ -712,11 +705,8 @@ impl Decoder {
             Some(ty) if enc.wide || ty.in_v1() => ty,
             _ => return Err(type_err(ErrorKind::UnknownValueType { code })),
         };
-        let is_alignment = ggml_compat::is_alignment_key(
-            self.profile(),
-            key,
-            self.kvs.iter().map(|kv| kv.key.slice(buf).unwrap_or_default()),
-        );
+        let is_alignment =
+            ggml_compat::is_alignment_key(self.profile(), key, self.alignment.is_some());
         if is_alignment && value_type != ValueType::Uint32 {
             let kind = ErrorKind::AlignmentType { found: value_type };
             self.tolerate(
@@ -1310,14 +1300,7 @@ impl Decoder {
             warnings.push(Warning::new(WarningKind::EmptyTensorName, span.offset, 0, name_path()));
         }
         let nul = ErrorKind::NulInName;
-        warnings.extend(ggml_compat::check_nul(
-            profile,
-            name,
-            nul,
-            span.offset,
-            span.len,
-            name_path,
-        )?);
+        warnings.extend(ggml_compat::check_nul(profile, name, nul, span, name_path)?);
         let tensors = &self.tensors;
         let resolve =
             |i: u32| tensors.get(i as usize).and_then(|t| t.name.slice(buf)).unwrap_or_default();

@@ -6,6 +6,7 @@
 //! ggml-org/ggml d99724f2 (2026-08-21) that found them, and the deliberate differences that
 //! remain, are in `docs/parser.md` ("The llama-cpp profile against ggml").
 
+use crate::ast::Span;
 use crate::error::{Error, ErrorKind, Path, Warning, WarningKind};
 use crate::options::Profile;
 
@@ -26,17 +27,16 @@ pub(crate) fn check_nul(
     profile: Profile,
     name: &[u8],
     kind: ErrorKind,
-    offset: u64,
-    len: u64,
+    span: Span,
     path: impl FnOnce() -> Path,
 ) -> Result<Option<Warning>, Error> {
     if !name.contains(&0) {
         return Ok(None);
     }
     match profile {
-        Profile::Strict => Err(Error::new(kind, offset, len, path())),
+        Profile::Strict => Err(Error::new(kind, span.offset, span.len, path())),
         Profile::LlamaCpp | Profile::Lenient => {
-            Ok(Some(Warning::new(WarningKind::Tolerated(kind), offset, len, path())))
+            Ok(Some(Warning::new(WarningKind::Tolerated(kind), span.offset, span.len, path())))
         }
     }
 }
@@ -44,17 +44,15 @@ pub(crate) fn check_nul(
 /// Whether `key` is the one ggml takes the alignment from. ggml finds it with
 /// `gguf_find_key`, the first key equal *as a C string* (`strcmp`), so under the llama-cpp
 /// profile `general.alignment\0x` is the alignment key unless an earlier key already was;
-/// later candidates are not even type-checked there. The other profiles match the whole key
-/// (and the strict one refuses NUL bytes in keys).
-pub(crate) fn is_alignment_key<'k>(
-    profile: Profile,
-    key: &[u8],
-    mut earlier: impl Iterator<Item = &'k [u8]>,
-) -> bool {
+/// later candidates are not even type-checked there. `found`: an earlier key set the
+/// alignment. Under llama-cpp an earlier candidate either did or failed the parse, so this
+/// needs no scan of the earlier keys (which a file of many candidates would make quadratic).
+/// The other profiles match the whole key (and the strict one refuses NUL bytes in keys).
+pub(crate) fn is_alignment_key(profile: Profile, key: &[u8], found: bool) -> bool {
     if profile != Profile::LlamaCpp {
         return key == ALIGNMENT_KEY;
     }
-    c_str(key) == ALIGNMENT_KEY && !earlier.any(|k| c_str(k) == ALIGNMENT_KEY)
+    !found && c_str(key) == ALIGNMENT_KEY
 }
 
 /// ggml's element-count check, under the llama-cpp profile (`dims` already below 2^63).
@@ -116,14 +114,14 @@ mod tests {
 
     #[test]
     fn the_first_c_string_alignment_key_wins_under_llama_cpp_only() {
-        let none = std::iter::empty();
-        assert!(is_alignment_key(LLAMA, b"general.alignment\0x", none.clone()));
-        assert!(!is_alignment_key(Profile::Strict, b"general.alignment\0x", none.clone()));
-        assert!(!is_alignment_key(Profile::Lenient, b"general.alignment\0x", none.clone()));
-        assert!(is_alignment_key(Profile::Strict, b"general.alignment", none));
-        let earlier: [&[u8]; 2] = [b"a", b"general.alignment\0"];
-        assert!(!is_alignment_key(LLAMA, b"general.alignment", earlier.into_iter()));
-        assert!(!is_alignment_key(LLAMA, b"general.alignmentx", std::iter::empty()));
+        assert!(is_alignment_key(LLAMA, b"general.alignment\0x", false));
+        assert!(!is_alignment_key(Profile::Strict, b"general.alignment\0x", false));
+        assert!(!is_alignment_key(Profile::Lenient, b"general.alignment\0x", false));
+        assert!(is_alignment_key(Profile::Strict, b"general.alignment", false));
+        // Found already: a later exact key is not the alignment key to ggml.
+        assert!(!is_alignment_key(LLAMA, b"general.alignment", true));
+        assert!(is_alignment_key(Profile::Lenient, b"general.alignment", true));
+        assert!(!is_alignment_key(LLAMA, b"general.alignmentx", false));
     }
 
     #[test]
