@@ -16,10 +16,15 @@
 //! | [`string_array`] | flags, then length-prefixed strings | grown into a string array long enough for the decoder's speculative fast path: every profile gives back exactly those strings, or (strict) fails at the first that is not UTF-8, with its offset and path; chunked equals whole |
 //!
 //! See `fuzz/README.md` for running them.
+//!
+//! [`mutants`] makes the inputs of the differential run against ggml's own reader
+//! (`tests/ggml_differential.rs`, `docs/parser.md`): hand-made edge files and byte- and
+//! field-level mutants.
 
 mod chunked;
 mod gguf;
 mod llmw;
+pub mod mutants;
 mod roundtrip;
 mod stream;
 mod strings;

@@ -57,6 +57,12 @@ impl Entropy<'_> {
         let raw: Vec<u8> = (0..n).map(|_| self.u8()).collect();
         String::from_utf8_lossy(&raw).into_owned()
     }
+
+    /// [`Entropy::text`] for a key or tensor name: the strict parser refuses a NUL byte there
+    /// (ggml cuts C strings at it), so NUL becomes `_`.
+    fn name_text(&mut self, max: u8) -> String {
+        self.text(max).replace('\0', "_")
+    }
 }
 
 fn gen_value(e: &mut Entropy<'_>, ty: ValueType, depth: u32) -> Value<'static> {
@@ -110,7 +116,7 @@ fn structured(data: &[u8]) {
     let mut w = GgufWriter::new().endian(endian).version(version).pad_tensorless(e.u8() & 1 == 1);
     let n_kv = e.below(12);
     for i in 0..n_kv {
-        let key = format!("k{i}.{}", e.text(6));
+        let key = format!("k{i}.{}", e.name_text(6));
         let ty = any_type(&mut e);
         let value = gen_value(&mut e, ty, 1);
         w.set(key.into_bytes(), value);
@@ -131,7 +137,7 @@ fn structured(data: &[u8]) {
             let extent = 1 + u64::from(e.below(4));
             dims.push(if j == 0 { block * extent } else { extent });
         }
-        let name = format!("t{i}.{}", e.text(6)).into_bytes();
+        let name = format!("t{i}.{}", e.name_text(6)).into_bytes();
         let Ok(nbytes) = sipllm_gguf::tensor_nbytes(ty, &dims) else {
             panic!("{target}: the generator made an unsized tensor {ty} {dims:?}");
         };

@@ -361,7 +361,9 @@ impl Decoder {
         let type_at = offset_in(buf, rest);
         let (rest, value_type) = got!(Event, lift(buf, grammar::value_type(enc).parse(rest), path));
         let type_path = || path().with(PathSeg::Field("type"));
-        rules::value_type(&mut out, key, value_type, Span::new(type_at, 4), type_path)?;
+        let is_alignment =
+            rules::is_alignment_key(self.opts.profile, key, self.alignment.is_some());
+        rules::value_type(&mut out, is_alignment, value_type, Span::new(type_at, 4), type_path)?;
 
         let value_at = offset_in(buf, rest);
         let value_path = || path().with(PathSeg::Field("value"));
@@ -399,7 +401,7 @@ impl Decoder {
                     let value = b.first().copied().unwrap_or(0);
                     rules::bool_value(&mut out, value, span, value_path)?;
                 }
-                if key == rules::ALIGNMENT_KEY && fixed == ValueType::Uint32 {
+                if is_alignment && fixed == ValueType::Uint32 {
                     let found = rules::alignment(&mut out, b, enc.endian, span, value_path)?;
                     self.alignment = found.or(self.alignment);
                 }
@@ -520,9 +522,11 @@ impl Decoder {
     fn step_padding(&mut self, buf: &[u8]) -> Result<Event, Error> {
         let directory_end = self.pos;
         let path = || Path::root().with(PathSeg::Padding);
-        let data_offset = ggml::align_up(directory_end, self.alignment().into())
+        let aligned = ggml::align_up(directory_end, self.alignment().into())
             .ok_or_else(|| Error::new(ErrorKind::OffsetOverflow, directory_end, 0, path()))?;
         let has_tensors = self.header.is_some_and(|h| h.tensor_count > 0);
+        let data_offset =
+            rules::data_offset(self.opts.profile, has_tensors, directory_end, aligned);
         let mut out = self.findings();
         if has_tensors {
             // The padding must exist (ggml seeks to the data section); its bytes should be 0.

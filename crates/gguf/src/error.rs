@@ -183,6 +183,15 @@ pub enum ErrorKind {
         /// The maximum allowed.
         max: u64,
     },
+    /// A metadata key with a NUL byte. ggml looks keys up as C strings (`strcmp`), so it
+    /// finds this pair under the part before the NUL: `general.alignment\0x` is the alignment
+    /// key to llama.cpp. Refused by the strict profile; a warning otherwise.
+    #[error("key contains a NUL byte; llama.cpp looks the key up only up to it")]
+    NulInKey,
+    /// A tensor name with a NUL byte. ggml keeps only the part before it (`ggml_set_name`),
+    /// so `ab\0cd` is `ab` to llama.cpp. Refused by the strict profile; a warning otherwise.
+    #[error("tensor name contains a NUL byte; llama.cpp truncates the name there")]
+    NulInName,
     /// Two tensors have the same name.
     #[error("duplicate tensor name (first used by tensor[{first}])")]
     DuplicateTensor {
@@ -320,6 +329,8 @@ impl ErrorKind {
             AlignmentType { .. } => "gguf::metadata::alignment_type",
             BadAlignment { .. } => "gguf::metadata::bad_alignment",
             NameTooLong { .. } => "gguf::tensor::name_too_long",
+            NulInKey => "gguf::metadata::nul_in_key",
+            NulInName => "gguf::tensor::nul_in_name",
             DuplicateTensor { .. } => "gguf::tensor::duplicate_name",
             TooManyDims { .. } => "gguf::tensor::too_many_dims",
             ZeroDim => "gguf::tensor::zero_dim",
@@ -346,6 +357,10 @@ impl ErrorKind {
                 "\"FUGG\" is the byte-swapped magic of \
                 pre-release GGUF files (August 2023); no current reader accepts it. Re-convert \
                 the model with a current llama.cpp converter."
+            }
+            BadMagic { found: [b'L', b'L', b'M', b'W'] } => {
+                "this is a .llmw file, which llama.cpp cannot load (it reads only GGUF); \
+                `sipllm convert` writes a GGUF copy."
             }
             BadMagic { .. } => {
                 "this is not a GGUF file, or it is damaged at the start: check \
@@ -408,6 +423,15 @@ impl ErrorKind {
             NameTooLong { .. } => {
                 "tensor names are at most 64 bytes by the spec, and ggml \
                 needs fewer than 64; shorten the name."
+            }
+            NulInKey => {
+                "remove the NUL byte: llama.cpp reads the key only up to it, so it can \
+                stand for another key (general.alignment\\0x sets the alignment there) while \
+                other readers see an unknown key."
+            }
+            NulInName => {
+                "remove the NUL byte: llama.cpp cuts the name there, which can make two \
+                names collide or name another tensor than other readers see."
             }
             DuplicateTensor { .. } => "each tensor name must be unique; rename one.",
             TooManyDims { .. } => {
@@ -485,9 +509,6 @@ pub enum WarningKind {
     /// An empty tensor name.
     #[error("empty tensor name")]
     EmptyTensorName,
-    /// A tensor name with a NUL byte: ggml keeps only the part before it.
-    #[error("tensor name contains a NUL byte; llama.cpp truncates the name there")]
-    NulInName,
     /// More warnings than [`MAX_WARNINGS`](crate::MAX_WARNINGS); the rest were dropped.
     #[error("{count} further warning(s) not recorded")]
     Suppressed {
@@ -518,7 +539,6 @@ impl WarningKind {
             WarningKind::KeyTooLong { .. } => "gguf::metadata::key_too_long",
             WarningKind::NameRejectedByLlamaCpp => "gguf::tensor::name_64_bytes",
             WarningKind::EmptyTensorName => "gguf::tensor::empty_name",
-            WarningKind::NulInName => "gguf::tensor::nul_in_name",
             WarningKind::Suppressed { .. } => "gguf::limits::warnings_suppressed",
             WarningKind::TensorGap { .. } => "gguf::layout::gap",
             WarningKind::OutOfOrder => "gguf::layout::out_of_order",
@@ -543,10 +563,6 @@ impl WarningKind {
             WarningKind::EmptyTensorName => {
                 "give the tensor a name; tools look tensors up by \
                 name."
-            }
-            WarningKind::NulInName => {
-                "remove the NUL byte: llama.cpp cuts the name there, \
-                which can make two names collide."
             }
             WarningKind::Suppressed { .. } => {
                 "the file has many problems; fix the ones \

@@ -286,6 +286,10 @@ pub fn tensor_nbytes(ty: GgmlType, dims: &[u64]) -> Result<u64, SizeError> {
     if ne0 % block_size != 0 {
         return Err(SizeError::NotBlockMultiple { ne0, block_size, ty });
     }
+    if dims.contains(&0) {
+        // Nothing is stored, however large the other dimensions (ggml: 0 bytes).
+        return Ok(0);
+    }
     let row_bytes = (ne0 / block_size).checked_mul(type_size).ok_or(SizeError::ByteSizeOverflow)?;
     dims.iter()
         .skip(1)
@@ -294,7 +298,11 @@ pub fn tensor_nbytes(ty: GgmlType, dims: &[u64]) -> Result<u64, SizeError> {
 }
 
 /// The checked element count of a tensor (the product of its dimensions; 1 for a scalar).
+/// Any zero dimension makes it 0, whatever the other dimensions multiply to (as ggml counts).
 pub fn tensor_element_count(dims: &[u64]) -> Result<u64, SizeError> {
+    if dims.contains(&0) {
+        return Ok(0);
+    }
     dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d)).ok_or(SizeError::ElementCountOverflow)
 }
 

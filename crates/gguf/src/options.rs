@@ -3,13 +3,17 @@
 /// Which rules the parser enforces. See `docs/parser.md` for the full table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Profile {
-    /// The spec plus safety: duplicates, bad UTF-8, bools other than 0/1, unknown types, names
-    /// over 64 bytes, zero dimensions, misaligned, overlapping or out-of-file data are errors;
-    /// gaps and out-of-order data are warnings.
+    /// The spec plus safety: duplicates, bad UTF-8, NUL bytes in keys and tensor names (which
+    /// ggml reads as shorter C strings), bools other than 0/1, unknown types, names over 64
+    /// bytes, zero dimensions, misaligned, overlapping or out-of-file data are errors; gaps and
+    /// out-of-order data are warnings.
     #[default]
     Strict,
     /// Exactly what current llama.cpp's reader (`gguf.cpp`, 2026-08) accepts on a
-    /// little-endian machine: answers "will llama.cpp load this file?".
+    /// little-endian machine, read as it reads it (keys and names as C strings): answers "will
+    /// llama.cpp load this file?". Held to ggml d99724f2 by a differential run; the files
+    /// ggml accepts but whose tensors cannot be used (data past the end, sizes that wrap) are
+    /// refused, deliberately (`docs/parser.md`, "The llama-cpp profile against ggml").
     LlamaCpp,
     /// Parse whatever can be parsed safely, turning tolerable errors into warnings: for
     /// inspecting broken files.

@@ -12,13 +12,14 @@
 //! | --- | --- | --- |
 //! | header | v1 opt-in, big-endian under llama-cpp | [`version`] |
 //! | header | count limits | [`counts`] |
-//! | key | empty, UTF-8, duplicate, style (ASCII, snake_case, 65535 bytes) | [`key`] |
-//! | value type | `general.alignment` must be UINT32 | [`value_type`] |
+//! | key | empty, NUL (as ggml reads C strings), UTF-8, duplicate, style (ASCII, snake_case, 65535 bytes) | [`key`], [`nul_byte`] |
+//! | value type | the alignment key (a C string under llama-cpp) must be UINT32 | [`is_alignment_key`], [`value_type`] |
 //! | value | string UTF-8; bool 0/1; alignment a power of two | [`string_value`], [`bool_value`], [`alignment`] |
 //! | array head | arrays of arrays under llama-cpp | [`elem_type`], [`nested_array`] |
 //! | array elements | bools 0/1, warned once per array | [`bool_elements`] |
-//! | tensor name | length (64, 63 under llama-cpp), UTF-8, empty, NUL, duplicate | [`tensor_name`] |
-//! | tensor shape and type | dims (zero, ≥ 2^63), ggml type (unknown, removed), sizes | [`tensor`] |
+//! | tensor name | length (64, 63 under llama-cpp), UTF-8, empty, NUL, duplicate (C strings under llama-cpp) | [`tensor_name`], [`TensorNames`] |
+//! | tensor shape and type | dims (zero, ≥ 2^63), ggml's element-count check, ggml type (unknown, removed), sizes | [`tensor`], [`ggml_element_count`] |
+//! | data section | unpadded without tensors under llama-cpp | [`data_offset`] |
 //!
 //! A new rule (say, one more llama-cpp check on names) is one more line in one of these
 //! functions, plus its kind in [`crate::error`] and its row in the table.
@@ -130,6 +131,34 @@ pub(crate) fn counts(
     Ok(())
 }
 
+// ----- names as C sees them -------------------------------------------------------------------
+
+/// A name as C sees it: the bytes before its first NUL (ggml's `ggml_set_name`, then `strcmp`).
+fn c_str(name: &[u8]) -> &[u8] {
+    name.split(|&b| b == 0).next().unwrap_or_default()
+}
+
+/// A NUL byte inside a key (`kind` [`ErrorKind::NulInKey`]) or tensor name
+/// ([`ErrorKind::NulInName`]): ggml cuts C strings there, so the name means something else to
+/// llama.cpp than to every other reader. The strict profile refuses it; the others read it (the
+/// llama-cpp profile as ggml does: [`is_alignment_key`], [`TensorNames`]) and warn.
+fn nul_byte(
+    out: &mut Findings,
+    name: &[u8],
+    kind: ErrorKind,
+    span: Span,
+    path: impl FnOnce() -> Path,
+) -> Result<(), Error> {
+    if !name.contains(&0) {
+        return Ok(());
+    }
+    if out.profile == Profile::Strict {
+        return Err(Error::new(kind, span.offset, span.len, path()));
+    }
+    out.warn(WarningKind::Tolerated(kind), span, path);
+    Ok(())
+}
+
 // ----- metadata ------------------------------------------------------------------------------
 
 /// Keys should be dot-separated `lower_snake_case` segments of ASCII letters and digits.
@@ -140,7 +169,7 @@ fn is_snake_case_key(key: &[u8]) -> bool {
     })
 }
 
-/// A key: not empty, UTF-8 (not checked by llama.cpp), not a duplicate of `first` (the index of
+/// A key: not empty, without NUL ([`nul_byte`]), UTF-8 (not checked by llama.cpp), not a duplicate of `first` (the index of
 /// an earlier pair with this key), and in the spec's style. `path` is the key field's.
 pub(crate) fn key(
     out: &mut Findings,
@@ -152,6 +181,7 @@ pub(crate) fn key(
     if key.is_empty() {
         out.tolerate(ErrorKind::EmptyKey, span, &path)?;
     }
+    nul_byte(out, key, ErrorKind::NulInKey, span, &path)?;
     if out.profile != Profile::LlamaCpp
         && let Err(e) = std::str::from_utf8(key)
     {
@@ -178,17 +208,32 @@ pub(crate) fn key(
 }
 
 /// The key that sets the data alignment.
-pub(crate) const ALIGNMENT_KEY: &[u8] = b"general.alignment";
+const ALIGNMENT_KEY: &[u8] = b"general.alignment";
 
-/// A value type: `general.alignment` must be a UINT32 scalar. `path` is the type field's.
+/// Whether `key` is the one the alignment is read from. ggml finds it with `gguf_find_key`,
+/// the first key equal *as a C string* (`strcmp`), so under the llama-cpp profile
+/// `general.alignment\0x` is the alignment key unless an earlier key already was (`found`);
+/// later candidates are not even type-checked there. Under llama-cpp an earlier candidate either
+/// set the alignment or failed the parse, so this needs no scan of the earlier keys (which a
+/// file of many candidates would make quadratic). The other profiles match the whole key (and
+/// the strict one refuses NUL bytes in keys).
+pub(crate) fn is_alignment_key(profile: Profile, key: &[u8], found: bool) -> bool {
+    if profile != Profile::LlamaCpp {
+        return key == ALIGNMENT_KEY;
+    }
+    !found && c_str(key) == ALIGNMENT_KEY
+}
+
+/// A value type: the alignment key's ([`is_alignment_key`]) must be a UINT32 scalar. `path` is
+/// the type field's.
 pub(crate) fn value_type(
     out: &mut Findings,
-    key: &[u8],
+    is_alignment: bool,
     ty: ValueType,
     span: Span,
     path: impl FnOnce() -> Path,
 ) -> Result<(), Error> {
-    if key == ALIGNMENT_KEY && ty != ValueType::Uint32 {
+    if is_alignment && ty != ValueType::Uint32 {
         out.tolerate(ErrorKind::AlignmentType { found: ty }, span, path)?;
     }
     Ok(())
@@ -298,11 +343,6 @@ pub(crate) fn bool_elements(
 
 // ----- tensor infos --------------------------------------------------------------------------
 
-/// A name as C sees it: the bytes before its first NUL (ggml's `ggml_set_name`, then `strcmp`).
-fn c_str(name: &[u8]) -> &[u8] {
-    name.split(|&b| b == 0).next().unwrap_or_default()
-}
-
 /// The tensor-name index and, under llama-cpp, the names as ggml compares them: up to their
 /// first NUL ("a\0x" and "a\0y" are the same tensor there).
 #[derive(Debug, Default)]
@@ -371,9 +411,8 @@ pub(crate) fn tensor_name(
     }
     if name.is_empty() {
         out.warn(WarningKind::EmptyTensorName, Span::new(span.offset, 0), &path);
-    } else if name.contains(&0) {
-        out.warn(WarningKind::NulInName, span, &path);
     }
+    nul_byte(out, name, ErrorKind::NulInName, span, &path)?;
     if let Some(first) = first {
         out.tolerate(ErrorKind::DuplicateTensor { first: first.into() }, span, &path)?;
     }
@@ -424,10 +463,8 @@ pub(crate) fn tensor(
     let dims_span = Span::new(dims_at, dims.len() as u64 * dim_size);
     let dims_path = || path().with(PathSeg::Field("ne"));
     let fatal = |kind| Err(Error::new(kind, dims_span.offset, dims_span.len, dims_path()));
-    if profile == Profile::LlamaCpp
-        && ggml::tensor_element_count(dims).is_ok_and(|n| n > i64::MAX as u64)
-    {
-        return fatal(ErrorKind::ElementCountOverflow);
+    if let Err(kind) = ggml_element_count(profile, dims) {
+        return fatal(kind);
     }
     // The element count must fit whatever the type: `tensor_nbytes` reports an unsized type
     // before it looks at the dims, so a tolerated unknown type would otherwise let an
@@ -455,6 +492,52 @@ pub(crate) fn tensor(
     }
 }
 
+/// ggml's element-count check, under the llama-cpp profile (`dims` already below 2^63).
+///
+/// ggml checks `INT64_MAX/ne[1] <= ne[0] || INT64_MAX/ne[2] <= ne[0]*ne[1] || …` only when
+/// the element count, multiplied in wrapping `int64_t`, is positive. So it refuses counts a
+/// little below `INT64_MAX` too (this function refuses exactly those), it accepts any shape
+/// with a zero dimension (0 elements, whatever the others multiply to), and it lets through a
+/// count whose wrapped product is 0 or negative. That last case is a deliberate difference:
+/// a count above `INT64_MAX` is refused here too, and one above `u64::MAX` by [`tensor`]'s
+/// own overflow check after this one.
+fn ggml_element_count(profile: Profile, dims: &[u64]) -> Result<(), ErrorKind> {
+    if profile != Profile::LlamaCpp {
+        return Ok(());
+    }
+    let mut ne = [1i64; 4];
+    for (n, &d) in ne.iter_mut().zip(dims) {
+        *n = i64::try_from(d).map_err(|_| ErrorKind::DimTooLarge { value: d })?;
+    }
+    let wrapped = ne.iter().fold(1i64, |acc, &n| acc.wrapping_mul(n));
+    if wrapped <= 0 {
+        // ggml skips its check here. Deliberately not: a count that does not fit ggml's
+        // `int64_t` is refused (a zero dimension makes the count 0, which fits).
+        let fits = ggml::tensor_element_count(dims).is_ok_and(|n| n <= i64::MAX as u64);
+        return if fits { Ok(()) } else { Err(ErrorKind::ElementCountOverflow) };
+    }
+    let [ne0, ne1, ne2, ne3] = ne;
+    let refused = i64::MAX / ne1 <= ne0
+        || i64::MAX / ne2 <= ne0.wrapping_mul(ne1)
+        || i64::MAX / ne3 <= ne0.wrapping_mul(ne1).wrapping_mul(ne2);
+    if refused { Err(ErrorKind::ElementCountOverflow) } else { Ok(()) }
+}
+
+// ----- the data section ----------------------------------------------------------------------
+
+/// Where the data section starts. With tensors, at the directory's end rounded up to the
+/// alignment (`aligned`), in every profile. Without tensors, current ggml (since 2026-05) does
+/// not pad: the llama-cpp profile says `directory_end`, as `gguf_get_data_offset` does. The
+/// strict and lenient profiles keep the padded offset, as gguf-py and older ggml report it.
+pub(crate) fn data_offset(
+    profile: Profile,
+    has_tensors: bool,
+    directory_end: u64,
+    aligned: u64,
+) -> u64 {
+    if profile == Profile::LlamaCpp && !has_tensors { directory_end } else { aligned }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -466,5 +549,58 @@ mod tests {
         assert!(!is_snake_case_key(b"General.name"));
         assert!(!is_snake_case_key(b"a..b"));
         assert!(!is_snake_case_key(b"a-b"));
+    }
+
+    const LLAMA: Profile = Profile::LlamaCpp;
+
+    #[test]
+    fn c_strings_end_at_the_first_nul() {
+        assert_eq!(c_str(b"ab\0cd\0"), b"ab");
+        assert_eq!(c_str(b"\0x"), b"");
+        assert_eq!(c_str(b"abc"), b"abc");
+    }
+
+    #[test]
+    fn the_first_c_string_alignment_key_wins_under_llama_cpp_only() {
+        assert!(is_alignment_key(LLAMA, b"general.alignment\0x", false));
+        assert!(!is_alignment_key(Profile::Strict, b"general.alignment\0x", false));
+        assert!(!is_alignment_key(Profile::Lenient, b"general.alignment\0x", false));
+        assert!(is_alignment_key(Profile::Strict, b"general.alignment", false));
+        // Found already: a later exact key is not the alignment key to ggml.
+        assert!(!is_alignment_key(LLAMA, b"general.alignment", true));
+        assert!(is_alignment_key(Profile::Lenient, b"general.alignment", true));
+        assert!(!is_alignment_key(LLAMA, b"general.alignmentx", false));
+    }
+
+    #[test]
+    fn ggml_element_check_boundaries() {
+        let max = i64::MAX as u64;
+        // ggml's integer divisions refuse products well below INT64_MAX: `MAX / ne[1] <= ne[0]`
+        // holds for [2, MAX/3 + 1] (2 × that is 2/3 of MAX) but not for [2, MAX/3].
+        let overflow = Err(ErrorKind::ElementCountOverflow);
+        assert_eq!(ggml_element_count(LLAMA, &[2, max / 3 + 1]), overflow);
+        assert_eq!(ggml_element_count(LLAMA, &[2, max / 3]), Ok(()));
+        assert_eq!(ggml_element_count(LLAMA, &[3, max / 3]), overflow);
+        // A zero dimension: 0 elements, whatever the rest multiply to.
+        assert_eq!(ggml_element_count(LLAMA, &[1 << 40, 1 << 40, 0]), Ok(()));
+        // A product that wraps to 0 or below passes ggml's check; not this one (deliberately).
+        assert_eq!(ggml_element_count(LLAMA, &[1 << 32, 1 << 32]), overflow);
+        assert_eq!(ggml_element_count(LLAMA, &[1 << 32, 1 << 31]), overflow);
+        assert_eq!(ggml_element_count(LLAMA, &[3, (1 << 62) + 1]), overflow);
+        // A product that wraps to a positive value is caught by the divisions.
+        assert_eq!(
+            ggml_element_count(LLAMA, &[(1 << 32) + 1, 1 << 32]),
+            Err(ErrorKind::ElementCountOverflow)
+        );
+        // Other profiles leave it to the checked product.
+        assert_eq!(ggml_element_count(Profile::Strict, &[3, max / 3]), Ok(()));
+    }
+
+    #[test]
+    fn unpadded_data_offset_without_tensors_under_llama_cpp_only() {
+        assert_eq!(data_offset(LLAMA, false, 45, 64), 45);
+        assert_eq!(data_offset(LLAMA, true, 45, 64), 64);
+        assert_eq!(data_offset(Profile::Strict, false, 45, 64), 64);
+        assert_eq!(data_offset(Profile::Lenient, false, 45, 64), 64);
     }
 }

@@ -308,7 +308,17 @@ fn profiles_agree_on_clean_files_and_differ_on_the_duplicate() {
             let other =
                 sipllm_gguf::parse_with(&bytes[..], &opts_for(&bytes).with_profile(profile))
                     .unwrap_or_else(|e| panic!("{}: {profile:?}: {e}", path.display()));
-            assert_eq!(strict, other, "{}: {profile:?}", path.display());
+            if profile == Profile::LlamaCpp && strict.tensor_infos().is_empty() {
+                // Without tensors, current ggml does not pad the data section's start (the
+                // other profiles report gguf-py's padded offset): only that differs.
+                let dir = other.directory();
+                assert_eq!(other.data_offset(), dir.directory_end(), "{}", path.display());
+                assert!(strict.data_offset() >= dir.directory_end(), "{}", path.display());
+                assert!(strict.metadata().map(|e| e.kv).eq(other.metadata().map(|e| e.kv)));
+                assert_eq!(strict.warnings(), other.warnings(), "{}", path.display());
+            } else {
+                assert_eq!(strict, other, "{}: {profile:?}", path.display());
+            }
         }
     }
     // A real converter's output with a duplicate key: lenient keeps the last, and says so.

@@ -1213,7 +1213,8 @@ fn class_cases() -> Vec<Case> {
             format!("{t0_path} ne"),
         )),
     );
-    // I64 with 2^61 - 1 elements is 2^64 - 8 bytes: GGML_PAD wraps it to 0.
+    // I64 with 2^61 - 1 elements is 2^64 - 8 bytes: GGML_PAD wraps it to 0. ggml (d99724f2)
+    // accepts this file with no_alloc: a deliberate difference (D4, docs/parser.md).
     let b = tensors_file(vec![tensor("t0", I64, &[(1 << 61) - 1])]);
     cases.push(case("C1 GGML_PAD wrap: I64 [2^61 - 1]", header_padded(&b)).all(err(
         ErrorKind::OffsetOverflow,
@@ -1227,12 +1228,24 @@ fn class_cases() -> Vec<Case> {
         Tensor { offset: Some(0), ..tensor("t0", I8, &[(1 << 63) - 1]) },
         Tensor { offset: Some(1 << 63), ..tensor("t1", I8, &[(1 << 63) - 8]) },
     ]);
-    cases.push(case("C1 running-sum offset overflow", header_padded(&b)).header_only().all(err(
-        ErrorKind::OffsetOverflow,
-        "gguf::layout::offset_overflow",
-        84,
-        format!("{} offset", tensor_path(1, "t1")),
-    )));
+    // ggml refuses tensor 0 already: its check `INT64_MAX / ne[1] <= ne[0]` holds for
+    // 2^63 - 1 elements.
+    cases.push(
+        case("C1 running-sum offset overflow", header_padded(&b))
+            .header_only()
+            .strict_lenient(err(
+                ErrorKind::OffsetOverflow,
+                "gguf::layout::offset_overflow",
+                84,
+                format!("{} offset", tensor_path(1, "t1")),
+            ))
+            .llama(err(
+                ErrorKind::ElementCountOverflow,
+                "gguf::tensor::element_count_overflow",
+                t0(1).ne,
+                format!("{t0_path} ne"),
+            )),
+    );
 
     // 2. unbounded allocation from declared counts and lengths.
     let tiny = GgufBuilder::new()
@@ -2012,18 +2025,21 @@ fn escape_and_differential_cases() -> Vec<Case> {
     // "a\0x" and "a\0y" are one name to llama.cpp. Tensor 0 is 8 + 3 + 4 + 8 + 4 + 8 = 35
     // bytes: tensor 1's name is at 24 + 35 + 8 = 67.
     let nul_names = tensors_file(vec![tensor("a\0x", F32, &[4]), tensor("a\0y", F32, &[4])]);
-    // Strict and lenient load both, and say llama.cpp would cut the names at the NUL.
-    let nul = |at| (WarningKind::NulInName, "gguf::tensor::nul_in_name", at);
-    let both_load = || {
-        loads_warning(vec![nul(32), nul(67)], |g| {
-            assert_eq!(g.tensor("a\0x").unwrap().index, 0);
-            assert_eq!(g.tensor("a\0y").unwrap().index, 1);
-            assert_eq!(g.tensor("a").map(|t| t.index), None);
-        })
-    };
+    // Strict refuses the NUL; lenient loads both, and says llama.cpp would cut the names there.
+    let nul = |at| tolerated(ErrorKind::NulInName, "gguf::tensor::nul_in_name", at);
     cases.push(
         case("C12 tensor names equal up to a NUL", nul_names.build())
-            .strict_lenient(both_load())
+            .strict(err(
+                ErrorKind::NulInName,
+                "gguf::tensor::nul_in_name",
+                32,
+                r#"tensor[0] "a\0x" name"#,
+            ))
+            .lenient(loads_warning(vec![nul(32), nul(67)], |g| {
+                assert_eq!(g.tensor("a\0x").unwrap().index, 0);
+                assert_eq!(g.tensor("a\0y").unwrap().index, 1);
+                assert_eq!(g.tensor("a").map(|t| t.index), None);
+            }))
             .llama(err(
                 ErrorKind::DuplicateTensor { first: 0 },
                 "gguf::tensor::duplicate_name",
@@ -2031,16 +2047,25 @@ fn escape_and_differential_cases() -> Vec<Case> {
                 r#"tensor[1] "a\0y" name"#,
             )),
     );
-    // Keys, by contrast, are std::strings compared whole: these are two keys everywhere.
-    // Pair 0 is 8 + 3 + 4 + 1 = 16 bytes: pair 1's key is at 24 + 16 + 8 = 48.
+    // Keys, by contrast, are std::strings compared whole when ggml looks for duplicates: these
+    // are two keys to llama.cpp (it finds both under "a", the first first). Strict refuses the
+    // NUL. Pair 0 is 8 + 3 + 4 + 1 = 16 bytes: pair 1's key is at 24 + 16 + 8 = 48.
     let nul_keys = GgufBuilder::new().kv("a\0x", Value::Uint8(1)).kv("a\0y", Value::Uint8(2));
-    cases.push(case("C12 keys equal up to a NUL", nul_keys.build()).all(loads_warning(
-        vec![
-            (WarningKind::KeyNotSnakeCase, "gguf::metadata::key_not_snake_case", 32),
-            (WarningKind::KeyNotSnakeCase, "gguf::metadata::key_not_snake_case", 48),
-        ],
-        |g| assert_eq!((g.get_u64("a\0x"), g.get_u64("a\0y")), (Some(1), Some(2))),
-    )));
+    let nul_key = |at| tolerated(ErrorKind::NulInKey, "gguf::metadata::nul_in_key", at);
+    let snake = |at| (WarningKind::KeyNotSnakeCase, "gguf::metadata::key_not_snake_case", at);
+    cases.push(
+        case("C12 keys equal up to a NUL", nul_keys.build())
+            .strict(err(
+                ErrorKind::NulInKey,
+                "gguf::metadata::nul_in_key",
+                32,
+                r#"metadata[0] "a\0x" key"#,
+            ))
+            .llama(loads_warning(vec![nul_key(32), snake(32), nul_key(48), snake(48)], |g| {
+                assert_eq!((g.get_u64("a\0x"), g.get_u64("a\0y")), (Some(1), Some(2)))
+            }))
+            .lenient(loads_warning(vec![nul_key(32), snake(32), nul_key(48), snake(48)], |_| {})),
+    );
     // n_dims 0 is a scalar (ne = [1, 1, 1, 1]): one element is not a whole Q4_K block. There is
     // no ne[0] in the file, so the finding points at the empty dims (where the type field is).
     let kind = ErrorKind::NotBlockMultiple { ne0: 1, block_size: 256, ty: GgmlType::Q4_K };
@@ -2069,6 +2094,187 @@ fn escape_and_differential_cases() -> Vec<Case> {
     cases
 }
 
+/// The disagreements the differential against ggml's own reader found (ggml-org/ggml
+/// d99724f2, `gguf_init_from_file` with `no_alloc`; `docs/parser.md`, "The llama-cpp profile
+/// against ggml"), each with what ggml does: the llama-cpp profile now judges these bytes as
+/// ggml does, and the strict profile refuses what ggml reads differently from other readers.
+/// The last cases are the deliberate differences: ggml accepts, the file cannot be used, and
+/// every profile refuses.
+fn ggml_oracle_cases() -> Vec<Case> {
+    let mut cases = Vec::new();
+    let nul_key = |at| tolerated(ErrorKind::NulInKey, "gguf::metadata::nul_in_key", at);
+    let snake = |at| (WarningKind::KeyNotSnakeCase, "gguf::metadata::key_not_snake_case", at);
+    let strict_nul_key = |key: &str| {
+        err(
+            ErrorKind::NulInKey,
+            "gguf::metadata::nul_in_key",
+            32,
+            format!("{} key", kv_path(0, key)),
+        )
+    };
+
+    // ggml finds `general.alignment` with strcmp: `general.alignment\0x` is the alignment key
+    // there (gguf_get_alignment 64, data at 128). Header 24 + pair 8 + 19 + 4 + 4 = 59, then
+    // tensor info 8 + 2 + 4 + 8 + 4 + 8 = 34: the directory ends at 93 (32-aligned: 96).
+    let key = "general.alignment\0x";
+    let b = GgufBuilder::new()
+        .kv(key, Value::Uint32(64))
+        .tensor_info(tensor("t0", F32, &[4]))
+        .layout_alignment(64);
+    cases.push(
+        case("ggml: general.alignment\\0x is the alignment key", b.build())
+            .strict(strict_nul_key(key))
+            .llama(loads_warning(vec![nul_key(32), snake(32)], |g| {
+                assert_eq!((g.alignment(), g.data_offset()), (64, 128));
+                assert_eq!(g.tensor("t0").unwrap().info.abs_offset(), 128);
+            }))
+            .lenient(loads_warning(vec![nul_key(32), snake(32)], |g| {
+                assert_eq!((g.alignment(), g.data_offset()), (32, 96));
+            })),
+    );
+    // ... and so it must be a UINT32 there (ggml: "key 'general.alignment' must be of type
+    // u32"). Its type field is at 24 + 8 + 19 = 51.
+    let b = GgufBuilder::new().kv(key, Value::Bool(true));
+    cases.push(
+        case("ggml: general.alignment\\0x of type BOOL", b.build())
+            .strict(strict_nul_key(key))
+            .llama(err(
+                ErrorKind::AlignmentType { found: ValueType::Bool },
+                "gguf::metadata::alignment_type",
+                51,
+                format!("{} type", kv_path(0, key)),
+            ))
+            .lenient(loads_warning(vec![nul_key(32), snake(32)], |g| {
+                assert_eq!(g.alignment(), 32)
+            })),
+    );
+    // Only the first key equal to `general.alignment` as a C string counts in ggml: a later
+    // exact `general.alignment` of type BOOL is not even checked. Pair 0 is 8 + 18 + 4 + 4 = 34
+    // bytes: pair 1's key is at 66, its type at 66 + 17 = 83.
+    let first = "general.alignment\0";
+    let b = GgufBuilder::new()
+        .kv(first, Value::Uint32(64))
+        .kv("general.alignment", Value::Bool(true))
+        .tensor_info(tensor("t0", F32, &[4]))
+        .layout_alignment(64);
+    cases.push(
+        case("ggml: the first C-string general.alignment wins", b.build())
+            .strict(strict_nul_key(first))
+            .llama(loads_warning(vec![nul_key(32), snake(32)], |g| assert_eq!(g.alignment(), 64)))
+            .lenient(loads_warning(
+                vec![
+                    nul_key(32),
+                    snake(32),
+                    tolerated(
+                        ErrorKind::AlignmentType { found: ValueType::Bool },
+                        "gguf::metadata::alignment_type",
+                        83,
+                    ),
+                ],
+                |g| assert_eq!(g.alignment(), 32),
+            )),
+    );
+    // ggml_set_name keeps "ab" of "ab\0cd", and strcmp finds it equal to the next "ab".
+    // Tensor 0 is 8 + 5 + 4 + 8 + 4 + 8 = 37 bytes: tensor 1's name is at 24 + 37 + 8 = 69.
+    let b = tensors_file(vec![tensor("ab\0cd", F32, &[4]), tensor("ab", F32, &[4])]);
+    cases.push(
+        case("ggml: tensor ab\\0cd duplicates ab", b.build())
+            .strict(err(
+                ErrorKind::NulInName,
+                "gguf::tensor::nul_in_name",
+                32,
+                format!("{} name", tensor_path(0, "ab\0cd")),
+            ))
+            .llama(err(
+                ErrorKind::DuplicateTensor { first: 0 },
+                "gguf::tensor::duplicate_name",
+                69,
+                format!("{} name", tensor_path(1, "ab")),
+            ))
+            .lenient(loads_warning(
+                vec![tolerated(ErrorKind::NulInName, "gguf::tensor::nul_in_name", 32)],
+                |g| assert_eq!(g.tensor("ab").unwrap().index, 1),
+            )),
+    );
+    // A zero dimension holds nothing, however large the others: ggml accepts [2^40, 2^40, 0]
+    // (0 elements, 0 bytes). Its ne[2] is at 24 + 8 + 2 + 4 + 16 = 54.
+    let b = tensors_file(vec![tensor("t0", F32, &[1 << 40, 1 << 40, 0])]);
+    let empty = |g: &Gguf<&[u8]>| {
+        let t = g.tensor("t0").unwrap().info;
+        assert_eq!((t.element_count(), t.nbytes()), (0, Some(0)));
+    };
+    cases.push(
+        case("ggml: a zero dimension beside an overflowing product", b.build())
+            .strict(err(
+                ErrorKind::ZeroDim,
+                "gguf::tensor::zero_dim",
+                54,
+                format!("{} ne[2]", tensor_path(0, "t0")),
+            ))
+            .llama(loads_clean(empty))
+            .lenient(loads_warning(
+                vec![tolerated(ErrorKind::ZeroDim, "gguf::tensor::zero_dim", 54)],
+                empty,
+            )),
+    );
+    // No tensors: current ggml (since 2026-05) puts the data section right after the
+    // directory, unpadded; gguf-py and older ggml pad it to the alignment. The directory ends
+    // at 24 + 8 + 1 + 4 + 1 = 38.
+    let b = GgufBuilder::new().kv("a", Value::Uint8(1));
+    cases.push(
+        case("ggml: no tensors, no padding", b.build_header())
+            .llama(loads_clean(|g| assert_eq!(g.data_offset(), 38)))
+            .strict_lenient(loads_clean(|g| assert_eq!(g.data_offset(), 64))),
+    );
+
+    // Deliberate differences: ggml accepts these with no_alloc, but their tensors cannot be
+    // read; every profile refuses them.
+    // D1: data past the end of the file. The directory ends at 58, the data starts at 64 and
+    // t0's 16 bytes would end at 80; the file ends at 64. Its offset field is at 50.
+    let b = tensors_file(vec![tensor("t0", F32, &[4])]);
+    let kind = ErrorKind::TensorOutOfBounds { end: 80, file_size: 64 };
+    let t0_offset = format!("{} offset", tensor_path(0, "t0"));
+    cases.push(
+        case("ggml accepts (deliberate D1): data past the end of the file", header_padded(&b))
+            .strict_llama(err(kind.clone(), "gguf::layout::out_of_bounds", 50, t0_offset))
+            .lenient(loads_warning(
+                vec![tolerated(kind, "gguf::layout::out_of_bounds", 50)],
+                |_| {},
+            )),
+    );
+    // D2: an int64 element count that wraps past ggml's check. I8 [3, 2^62 + 1] wraps to
+    // -2^62 + 3: ggml checks the count only when that product is positive, and its byte-size
+    // check passes for 1-byte elements. The count fits u64 and so does its byte size: strict
+    // and lenient find the data past the end of the file; the llama-cpp profile refuses the
+    // count, which ggml's int64_t cannot hold. Two dims: the directory ends at 66, the data
+    // starts at 96; the dims are at 24 + 8 + 2 + 4 = 38, the offset at 58.
+    let wrapped = |ty: u32, dims: &[u64]| {
+        header_padded(&tensors_file(vec![Tensor { offset: Some(0), ..tensor("t0", ty, dims) }]))
+    };
+    let ne = |kind, code| err(kind, code, 38, format!("{} ne", tensor_path(0, "t0")));
+    let count = || ne(ErrorKind::ElementCountOverflow, "gguf::tensor::element_count_overflow");
+    let kind = ErrorKind::TensorOutOfBounds { end: 96 + 3 * ((1 << 62) + 1), file_size: 96 };
+    let t0_offset = format!("{} offset", tensor_path(0, "t0"));
+    cases.push(
+        case(
+            "ggml accepts (deliberate D2): an element count wrapping to a negative int64",
+            wrapped(I8, &[3, (1 << 62) + 1]),
+        )
+        .strict(err(kind.clone(), "gguf::layout::out_of_bounds", 58, t0_offset))
+        .llama(count())
+        .lenient(loads_warning(vec![tolerated(kind, "gguf::layout::out_of_bounds", 58)], |_| {})),
+    );
+    // D3: [2^32, 2^32] wraps to 0 elements, and ggml_nbytes to 0 bytes.
+    cases.push(
+        case(
+            "ggml accepts (deliberate D3): a byte size wrapping to 0",
+            wrapped(F32, &[1 << 32, 1 << 32]),
+        )
+        .all(count()),
+    );
+    cases
+}
+
 fn all_cases() -> Vec<Case> {
     let mut cases = header_cases();
     cases.extend(kv_cases());
@@ -2076,6 +2282,7 @@ fn all_cases() -> Vec<Case> {
     cases.extend(data_cases());
     cases.extend(class_cases());
     cases.extend(escape_and_differential_cases());
+    cases.extend(ggml_oracle_cases());
     cases
 }
 
@@ -2655,6 +2862,34 @@ fn reach_cases() -> Vec<(&'static str, Profile, Case)> {
             ),
         ),
         (
+            "kind_nul_in_key",
+            Profile::Strict,
+            reach(
+                "key a\\0b",
+                GgufBuilder::new().kv("a\0b", Value::Uint8(0)).build(),
+                err(
+                    ErrorKind::NulInKey,
+                    "gguf::metadata::nul_in_key",
+                    32,
+                    format!("{} key", kv_path(0, "a\0b")),
+                ),
+            ),
+        ),
+        (
+            "kind_nul_in_name",
+            Profile::Strict,
+            reach(
+                "name a\\0b",
+                one_tensor(tensor("a\0b", F32, &[4])),
+                err(
+                    ErrorKind::NulInName,
+                    "gguf::tensor::nul_in_name",
+                    32,
+                    format!("{} name", tensor_path(0, "a\0b")),
+                ),
+            ),
+        ),
+        (
             "kind_duplicate_tensor",
             Profile::Strict,
             reach(
@@ -2905,6 +3140,8 @@ kind_tests!(
     kind_alignment_type,
     kind_bad_alignment,
     kind_name_too_long,
+    kind_nul_in_key,
+    kind_nul_in_name,
     kind_duplicate_tensor,
     kind_too_many_dims,
     kind_zero_dim,
@@ -2975,6 +3212,8 @@ fn every_error_kind() -> Vec<ErrorKind> {
         AlignmentType { found: ValueType::Int32 },
         BadAlignment { alignment: 3 },
         NameTooLong { len: 65, max: 64 },
+        NulInKey,
+        NulInName,
         DuplicateTensor { first: 0 },
         TooManyDims { n_dims: 5, max: 4 },
         ZeroDim,
@@ -3007,7 +3246,6 @@ fn every_warning_kind() -> Vec<WarningKind> {
         TensorGap { gap: 32 },
         OutOfOrder,
         NonZeroPadding,
-        NulInName,
         Suppressed { count: 1 },
     ]
 }
@@ -3127,12 +3365,6 @@ fn warn_cases() -> Vec<(&'static str, Profile, Vec<u8>, Expected)> {
             (WarningKind::EmptyTensorName, "gguf::tensor::empty_name", 32),
         ),
         (
-            "warning_nul_in_name",
-            Profile::Strict,
-            one_tensor(tensor("a\0b", F32, &[4])),
-            (WarningKind::NulInName, "gguf::tensor::nul_in_name", 32),
-        ),
-        (
             "warning_tensor_gap",
             Profile::Strict,
             tensors_file(vec![
@@ -3212,7 +3444,6 @@ warn_tests!(
     warning_key_too_long,
     warning_name_rejected_by_llama_cpp,
     warning_empty_tensor_name,
-    warning_nul_in_name,
     warning_tensor_gap,
     warning_out_of_order,
     warning_non_zero_padding,

@@ -10,6 +10,8 @@ use std::fmt;
 use std::fs::File;
 use std::path::Path;
 
+use sipllm_gguf::Profile;
+
 use crate::MetaStr;
 use crate::backing::{FileBacking, ReadAt};
 use crate::error::StreamError;
@@ -83,6 +85,19 @@ impl Format {
     }
 }
 
+/// The format to open a source as: its magic's ([`Format::detect`]), except under the
+/// llama-cpp profile, which answers "will llama.cpp load this?". llama.cpp reads only GGUF, so
+/// there a `.llmw` file is parsed as GGUF and refused for its magic
+/// (`gguf::header::bad_magic`), as ggml's `gguf_init_from_file` refuses it.
+fn detect_for(
+    source: &dyn ReadAt,
+    path: Option<&Path>,
+    options: &OpenOptions,
+) -> Result<Format, StreamError> {
+    let format = Format::detect(source, path)?;
+    Ok(if options.parse.profile == Profile::LlamaCpp { Format::Gguf } else { format })
+}
+
 impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.label())
@@ -121,7 +136,7 @@ impl Model {
         let path = path.as_ref();
         let backing = FileBacking::open(path, options.backend)?;
         // Like the headers, the magic is read with pread whatever the backend.
-        let format = Format::detect(&backing.pread_view(), Some(path))?;
+        let format = detect_for(&backing.pread_view(), Some(path), options)?;
         Ok(match format {
             Format::Gguf => {
                 let file = GgufFile::from_backing(backing, options)?;
@@ -176,7 +191,7 @@ impl Model {
         let open_err = |source| StreamError::Open { path: path.to_path_buf(), source };
         let backing =
             FileBacking::from_file(file.try_clone().map_err(open_err)?, path, options.backend)?;
-        Ok(match Format::detect(&backing.pread_view(), Some(path))? {
+        Ok(match detect_for(&backing.pread_view(), Some(path), options)? {
             Format::Gguf => Model::Gguf(GgufFile::from_backing(backing, options)?),
             Format::Llmw => Model::Llmw(ModelFile::from_backing(backing, options)?),
         })
@@ -190,7 +205,7 @@ impl Model {
         source: impl ReadAt + 'static,
         options: &OpenOptions,
     ) -> Result<Model, StreamError> {
-        Ok(match Format::detect(&source, None)? {
+        Ok(match detect_for(&source, None, options)? {
             Format::Gguf => Model::Gguf(GgufFile::from_source(source, options)?),
             Format::Llmw => Model::Llmw(ModelFile::from_source(source, options)?),
         })

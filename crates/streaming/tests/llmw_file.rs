@@ -142,6 +142,40 @@ fn llmw_parse_options_apply() {
     assert!(ModelFile::from_source(MemSource::new(bytes), &gguf_strict).is_ok());
 }
 
+/// llama.cpp reads only GGUF, so under the llama-cpp profile ("will llama.cpp load this?") a
+/// `.llmw` file is refused for its magic through every opener, as ggml's `gguf_init_from_file`
+/// refuses it ("invalid magic characters", ggml d99724f2); the other profiles open it.
+#[test]
+fn the_llama_cpp_profile_refuses_llmw_for_its_magic() {
+    use sipllm_gguf::{ErrorKind, Profile};
+    use sipllm_streaming::{Model, toy};
+    let dir = TempDir::new("llmw-llama-cpp");
+    let files = toy::write_toy(3, dir.path()).unwrap();
+    let bytes = std::fs::read(&files.llmw).unwrap();
+    let llama = OpenOptions::default().with_profile(Profile::LlamaCpp);
+    let results = [
+        Model::open(&files.llmw, &llama),
+        Model::open_with_file(&files.llmw, false, &llama).map(|(_, m)| m),
+        Model::from_source(MemSource::new(bytes.clone()), &llama),
+    ];
+    for result in results {
+        match result.unwrap_err() {
+            StreamError::Parse { source, .. } => {
+                assert_eq!(source.kind(), &ErrorKind::BadMagic { found: *b"LLMW" });
+                assert_eq!((source.offset(), source.code()), (0, "gguf::header::bad_magic"));
+                assert!(source.help().contains("llama.cpp"), "{}", source.help());
+            }
+            other => panic!("expected the GGUF parser's bad magic, got {other}"),
+        }
+    }
+    assert!(Model::open(&files.gguf, &llama).is_ok(), "the toy GGUF loads under llama-cpp");
+    for profile in [Profile::Strict, Profile::Lenient] {
+        let opts = OpenOptions::default().with_profile(profile);
+        assert!(Model::open(&files.llmw, &opts).is_ok(), "{profile:?}");
+        assert!(Model::from_source(MemSource::new(bytes.clone()), &opts).is_ok(), "{profile:?}");
+    }
+}
+
 /// Opens `bytes` as a model of either format; on success reads every tensor and walks every
 /// metadata value. The error code otherwise.
 fn exercise(bytes: &[u8], opts: &OpenOptions) -> Result<usize, String> {

@@ -91,6 +91,20 @@ fn llama_cpp_profile_uses_llama_cpps_caps() {
     std::fs::remove_file(dir.join(&path)).unwrap();
 }
 
+/// llama.cpp reads only GGUF: `validate --profile llama-cpp` refuses a `.llmw` file for its
+/// magic (exit 1), as ggml does; the default profile validates it.
+#[test]
+fn llama_cpp_profile_refuses_llmw_files() {
+    let dir = temp_dir("llama-cpp-llmw");
+    let run = sipllm(&dir, &["make-toy", "--seed", "5", "--out-dir", "toy"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    let llama = sipllm(&dir, &["validate", "--profile", "llama-cpp", "toy/toy.llmw"]);
+    assert_eq!(llama.code, Some(1), "{}", llama.transcript());
+    assert!(llama.transcript().contains("gguf::header::bad_magic"), "{}", llama.transcript());
+    assert_eq!(sipllm(&dir, &["validate", "toy/toy.llmw"]).code, Some(0));
+    assert_eq!(sipllm(&dir, &["validate", "--profile", "llama-cpp", "toy/toy.gguf"]).code, Some(0));
+}
+
 #[test]
 fn every_malformed_file_under_every_profile_exits_0_or_1() {
     let dir = temp_dir("exit-codes-profiles");
