@@ -1,0 +1,30 @@
+//! Models where they live: GGUF and `.llmw` files read over HTTP(S) range requests — from any
+//! web server, the Hugging Face Hub (`hf://OWNER/REPO/PATH[@REVISION]`) or, with the
+//! `object-store` feature, S3, GCS and Azure — through the same
+//! [`WeightSource`](sipllm_streaming::WeightSource) as local files.
+//!
+//! * [`HttpSource`] is a [`ReadAt`](sipllm_streaming::ReadAt) whose every read is a checked
+//!   `206` range response (see [`http`] for the read paths and the fault model).
+//! * [`RemoteUrl`] parses the URL forms; `hf://` resolves as `huggingface_hub` does, against
+//!   `HF_ENDPOINT` with `HF_TOKEN`.
+//! * [`open_model`] opens a remote model whatever its format, and a shard of a split set as
+//!   the whole set (the other shards' URLs derived from its name).
+//! * [`RemoteError`] carries a stable code (`remote::range_ignored`, …), the URL (credentials
+//!   redacted), the HTTP status and the hop; it travels inside the `io::Error` of a read.
+//!
+//! The default build has no async runtime: the client is `ureq` (synchronous, rustls).
+
+#![forbid(unsafe_code)]
+#![deny(rustdoc::broken_intra_doc_links)]
+
+mod error;
+pub mod http;
+mod open;
+#[cfg(feature = "test-server")]
+pub mod test_server;
+pub mod url;
+
+pub use error::{RemoteError, RemoteErrorKind};
+pub use http::{HttpOptions, HttpSource, HttpStats};
+pub use open::{RemoteModel, open_model, open_source};
+pub use url::{HttpUrl, RemoteUrl, is_remote};

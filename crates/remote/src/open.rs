@@ -1,0 +1,149 @@
+//! Opening a remote model: a source per URL, the format sniffed as for files, and a shard of
+//! a split set opened as the whole set.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sipllm_streaming::split::{KEY_COUNT, KEY_NO, ShardName};
+use sipllm_streaming::{GgufFile, Model, OpenOptions, SplitFile, StreamError, WeightSource};
+
+use crate::error::{RemoteError, RemoteErrorKind};
+use crate::http::{HttpOptions, HttpSource, HttpStats};
+use crate::url::RemoteUrl;
+
+/// A remote model, opened: the [`Model`] (a split set when the URL names a shard of one) and
+/// its sources, for their request statistics.
+pub struct RemoteModel {
+    /// The model, read through the remote sources.
+    pub model: Model,
+    /// The URL opened.
+    pub url: RemoteUrl,
+    sources: Vec<Arc<HttpSource>>,
+}
+
+impl fmt::Debug for RemoteModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemoteModel")
+            .field("url", &self.url)
+            .field("sources", &self.sources.len())
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl RemoteModel {
+    /// Requests and bytes so far, summed over the sources (one per shard).
+    pub fn stats(&self) -> HttpStats {
+        self.sources.iter().map(|s| s.stats()).fold(HttpStats::default(), |a, b| HttpStats {
+            requests: a.requests + b.requests,
+            bytes: a.bytes + b.bytes,
+            retries: a.retries + b.retries,
+        })
+    }
+
+    /// The sources, one per shard, in `split.no` order.
+    pub fn sources(&self) -> &[Arc<HttpSource>] {
+        &self.sources
+    }
+}
+
+/// Opens the object `url` names as a byte source. `hf://` URLs get `HF_TOKEN` as their bearer
+/// token unless `opts` has one. `s3://`, `gs://` and `az://` need the `object-store` feature.
+pub fn open_source(url: &RemoteUrl, opts: &HttpOptions) -> Result<Arc<HttpSource>, RemoteError> {
+    let Some(http) = url.http() else {
+        let scheme = match url {
+            RemoteUrl::ObjectStore { scheme, .. } => (*scheme).to_owned(),
+            _ => String::new(),
+        };
+        return Err(
+            RemoteError::new(RemoteErrorKind::Unsupported { scheme }).with_url(&url.to_string())
+        );
+    };
+    let mut opts = opts.clone();
+    if matches!(url, RemoteUrl::Hub { .. }) && opts.bearer_token.is_none() {
+        opts.bearer_token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
+    }
+    HttpSource::open(http.clone(), opts).map(Arc::new)
+}
+
+/// The name a remote object goes by in the streaming layer's errors.
+fn name_of(url: &RemoteUrl) -> PathBuf {
+    PathBuf::from(url.to_string())
+}
+
+fn open_error(url: &RemoteUrl, e: RemoteError) -> StreamError {
+    StreamError::Open { path: name_of(url), source: e.into_io() }
+}
+
+/// Opens the model at `url`, GGUF or `.llmw` (sniffed from its first bytes, as for files).
+///
+/// A GGUF whose `split.count` is above 1 is a shard of a split set: the other shards' URLs
+/// are derived from its name (`<prefix>-NNNNN-of-NNNNN.gguf`, the siblings in the same
+/// directory) and the whole set opens as [`Model::Split`]. Network failures are
+/// [`StreamError::Open`] or [`StreamError::Io`] errors whose `io::Error` carries a
+/// [`RemoteError`] ([`RemoteError::find_in`]).
+pub fn open_model(
+    url: &RemoteUrl,
+    http: &HttpOptions,
+    options: &OpenOptions,
+) -> Result<RemoteModel, StreamError> {
+    let source = open_source(url, http).map_err(|e| open_error(url, e))?;
+    let model = Model::from_source(source.clone(), options)?;
+    let count = split_key(&model, KEY_COUNT)?;
+    let count = match (&model, count) {
+        (Model::Gguf(_), Some(c @ 2..)) => c,
+        _ => return Ok(RemoteModel { model, url: url.clone(), sources: vec![source] }),
+    };
+    let no = split_key(&model, KEY_NO)?.unwrap_or(0);
+    let Ok(count) = u16::try_from(count) else {
+        return Err(StreamError::SplitNotASet { path: Some(name_of(url)), count: None });
+    };
+    let split_no = u16::try_from(no).unwrap_or(u16::MAX);
+    let Some(name) = ShardName::parse(Path::new(url.file_name())) else {
+        return Err(StreamError::SplitBadName { path: name_of(url), split_no, count });
+    };
+    let given = match model {
+        Model::Gguf(g) => g,
+        other => return Ok(RemoteModel { model: other, url: url.clone(), sources: vec![source] }),
+    };
+    let mut given = Some(given);
+    let mut files: Vec<GgufFile> = Vec::with_capacity(usize::from(count));
+    let mut sources = Vec::with_capacity(usize::from(count));
+    for i in 0..count {
+        if i == split_no
+            && let Some(g) = given.take()
+        {
+            files.push(g);
+            sources.push(source.clone());
+            continue;
+        }
+        let shard_path = name.path_of(u64::from(i));
+        let file_name = shard_path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let shard_url = url.sibling(file_name);
+        let shard = match open_source(&shard_url, http) {
+            Ok(s) => s,
+            Err(e) if e.status == Some(404) => {
+                return Err(StreamError::SplitMissingShard {
+                    set: name_of(url),
+                    missing: Some(name_of(&shard_url)),
+                    split_no: i,
+                    count,
+                });
+            }
+            Err(e) => return Err(open_error(&shard_url, e)),
+        };
+        files.push(GgufFile::from_source(shard.clone(), options)?);
+        sources.push(shard);
+    }
+    let set = SplitFile::from_files(files)?;
+    Ok(RemoteModel { model: Model::Split(set), url: url.clone(), sources })
+}
+
+/// An unsigned split key, when present.
+fn split_key(model: &Model, key: &str) -> Result<Option<u64>, StreamError> {
+    if model.gguf().is_none() || model.meta(key).is_none() {
+        return Ok(None);
+    }
+    model.meta_uint(key).map(Some)
+}
