@@ -5,7 +5,7 @@
 use std::fmt;
 use std::io;
 
-use crate::url::redact;
+use crate::redact::redact;
 
 /// What went wrong, by who is at fault: the URL given, the network, or the server.
 #[derive(Debug, Clone, PartialEq, Eq)]

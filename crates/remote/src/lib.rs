@@ -20,11 +20,12 @@
 mod error;
 pub mod http;
 mod open;
+mod redact;
 #[cfg(feature = "test-server")]
 pub mod test_server;
 pub mod url;
 
 pub use error::{RemoteError, RemoteErrorKind};
 pub use http::{HttpOptions, HttpSource, HttpStats};
-pub use open::{RemoteModel, open_model, open_source};
+pub use open::{RemoteModel, open_model, open_source, open_with_file};
 pub use url::{HttpUrl, RemoteUrl, is_remote};

@@ -2,11 +2,16 @@
 //! a split set opened as the whole set.
 
 use std::fmt;
+use std::fs::File;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sipllm_streaming::split::{KEY_COUNT, KEY_NO, ShardName};
-use sipllm_streaming::{GgufFile, Model, OpenOptions, SplitFile, StreamError, WeightSource};
+use sipllm_streaming::{
+    Backend, FileBacking, Format, GgufFile, Model, ModelFile, OpenOptions, ReadAt, SplitFile,
+    StreamError, WeightSource,
+};
 
 use crate::error::{RemoteError, RemoteErrorKind};
 use crate::http::{HttpOptions, HttpSource, HttpStats};
@@ -89,7 +94,7 @@ pub fn open_model(
     options: &OpenOptions,
 ) -> Result<RemoteModel, StreamError> {
     let source = open_source(url, http).map_err(|e| open_error(url, e))?;
-    let model = Model::from_source(source.clone(), options)?;
+    let model = Model::from_named_source(source.clone(), name_of(url), options)?;
     let count = split_key(&model, KEY_COUNT)?;
     let count = match (&model, count) {
         (Model::Gguf(_), Some(c @ 2..)) => c,
@@ -133,7 +138,7 @@ pub fn open_model(
             }
             Err(e) => return Err(open_error(&shard_url, e)),
         };
-        files.push(GgufFile::from_source(shard.clone(), options)?);
+        files.push(GgufFile::from_named_source(shard.clone(), name_of(&shard_url), options)?);
         sources.push(shard);
     }
     let set = SplitFile::from_files(files)?;
@@ -146,4 +151,61 @@ fn split_key(model: &Model, key: &str) -> Result<Option<u64>, StreamError> {
         return Ok(None);
     }
     model.meta_uint(key).map(Some)
+}
+
+/// Fetches the whole object at `url` into an unnamed temporary file (in
+/// [`std::env::temp_dir`]) and opens it: the [`File`] and a [`Model`] reading it (the
+/// object's URL its name), for commands that write a model from another and copy every tensor
+/// byte anyway (`edit -o`, `convert`). The transfer is one announced range: requests of
+/// [`HttpOptions::max_request`] bytes, each read continuing the current one. The file is
+/// unlinked as soon as it is created, so nothing is left behind however the process ends.
+pub fn open_with_file(
+    url: &RemoteUrl,
+    http: &HttpOptions,
+    options: &OpenOptions,
+) -> Result<(File, Model), StreamError> {
+    let name = name_of(url);
+    let source = open_source(url, http).map_err(|e| open_error(url, e))?;
+    let file = download(&source, &name)?;
+    let open_err = |e| StreamError::Open { path: name.clone(), source: e };
+    let backing =
+        FileBacking::from_file(file.try_clone().map_err(open_err)?, &name, Backend::Pread)?;
+    let model = match Format::detect(&backing, Some(&name))? {
+        Format::Gguf => Model::Gguf(GgufFile::from_backing(backing, options)?),
+        _ => Model::Llmw(ModelFile::from_backing(backing, options)?),
+    };
+    Ok((file, model))
+}
+
+/// Copies all of `source` into an unnamed temporary file.
+fn download(source: &HttpSource, name: &Path) -> Result<File, StreamError> {
+    const PIECE: u64 = 8 << 20;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let tmp = std::env::temp_dir().join(format!(".sipllm-fetch-{}-{stamp}", std::process::id()));
+    let create = |e| StreamError::Create { path: tmp.clone(), source: e };
+    let mut file =
+        File::options().read(true).write(true).create_new(true).open(&tmp).map_err(create)?;
+    // Unnamed from now on.
+    let _ = std::fs::remove_file(&tmp);
+    let len = source.len();
+    let _ = source.prefetch(0, len);
+    let mut buf = vec![0u8; usize::try_from(PIECE.min(len)).unwrap_or(0)];
+    let mut pos = 0u64;
+    while pos < len {
+        let n = PIECE.min(len - pos);
+        let dst = buf.get_mut(..n as usize).unwrap_or_default();
+        source.read_exact_at(pos, dst).map_err(|e| StreamError::Io {
+            path: Some(name.to_path_buf()),
+            offset: pos,
+            len: n,
+            source: e,
+        })?;
+        let write = |e: io::Error| StreamError::Write { path: tmp.clone(), offset: pos, source: e };
+        file.write_all(dst).map_err(write)?;
+        pos += n;
+    }
+    file.flush().map_err(|e| StreamError::Write { path: tmp.clone(), offset: pos, source: e })?;
+    Ok(file)
 }

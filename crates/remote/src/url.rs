@@ -5,6 +5,7 @@
 use std::fmt;
 
 use crate::error::{RemoteError, RemoteErrorKind};
+pub use crate::redact::redact;
 
 /// The public Hugging Face Hub, the endpoint `hf://` URLs resolve against unless
 /// `HF_ENDPOINT` names another (as `huggingface_hub` does).
@@ -161,36 +162,6 @@ impl fmt::Display for HttpUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.redacted())
     }
-}
-
-/// `url` with user info dropped and every query value replaced by `REDACTED`, for messages.
-pub fn redact(url: &str) -> String {
-    let (before_query, query) = match url.split_once('?') {
-        Some((b, q)) => (b, Some(q)),
-        None => (url, None),
-    };
-    let mut out = match before_query.split_once("://") {
-        Some((scheme, rest)) => {
-            let end = rest.find('/').unwrap_or(rest.len());
-            let (authority, path) = rest.split_at(end);
-            let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-            let info = if host.len() == authority.len() { "" } else { "REDACTED@" };
-            format!("{scheme}://{info}{host}{path}")
-        }
-        None => before_query.to_owned(),
-    };
-    if let Some(q) = query {
-        out.push('?');
-        let pairs: Vec<String> = q
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((k, _)) => format!("{k}=REDACTED"),
-                None => pair.to_owned(),
-            })
-            .collect();
-        out.push_str(&pairs.join("&"));
-    }
-    out
 }
 
 /// A remote model's name, parsed: where to fetch it and, for the Hub, the token to send.

@@ -9,6 +9,7 @@
 //! * `edit`: `edit` out of place and in place, every refusal, crashes and recovery;
 //! * `convert`: `convert` round trips and refusals, and `make-toy`;
 //! * `split`: `split` and `merge`, and every reading command on a split set;
+//! * `remote`: every reading command on a URL (the loopback range server), and its errors;
 //! * `terminal`: colors and binary output on a pseudo-terminal.
 
 mod commands;
@@ -18,6 +19,7 @@ mod edit;
 mod exit_codes;
 mod files;
 mod golden;
+mod remote;
 mod split;
 mod support;
 mod terminal;
