@@ -1,6 +1,8 @@
 //! Serves files over loopback HTTP with range support, for measurements:
 //! `cargo run --release -p sipllm-remote --features test-server --example serve -- FILE...`
-//! prints one URL per file and serves until killed (at most 100,000 requests).
+//! prints one URL per file and serves until killed (at most 100,000 requests); `GET /__stats`
+//! tells the requests and body bytes served so far, and with `SERVE_LOG=1` every request's
+//! range is printed to standard error.
 
 use std::path::PathBuf;
 
@@ -18,7 +20,17 @@ fn main() -> std::io::Result<()> {
     for n in names {
         println!("{}", server.url(&n));
     }
+    // With SERVE_LOG set, every request's path and range goes to standard error.
+    let log = std::env::var_os("SERVE_LOG").is_some();
+    let mut shown = 0;
     loop {
-        std::thread::sleep(std::time::Duration::from_secs(3600));
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        if log {
+            let all = server.log();
+            for l in all.get(shown..).unwrap_or_default() {
+                eprintln!("{} {}", l.path, l.range.as_deref().unwrap_or("-"));
+            }
+            shown = all.len();
+        }
     }
 }

@@ -4,15 +4,17 @@
 //! `Content-Range` naming exactly that range; the object's size is that header's total,
 //! learned from the first response (no `HEAD`). Three read paths, chosen per read:
 //!
-//! * **blocks** (reads under [`HttpOptions::first_block`], i.e. headers): a block of 2 MiB is
-//!   fetched into a small bounded cache, the next sequential one twice as large, and so on
-//!   (capped at [`HttpOptions::max_request`]); the header reader's 64 KiB windows are copies
-//!   out of it, so a 7.7 MB header costs 3 requests and at most twice its bytes.
-//! * **streams** (larger reads, or reads announced with [`ReadAt::prefetch`]): one request
-//!   for the range — up to [`HttpOptions::max_request`] when reads are sequential or
-//!   announced — whose body later reads continue from while they follow on (small alignment
-//!   gaps are skipped), so a tensor read in 4 MiB pieces, or `verify`'s file-order pass, costs
-//!   one request per 64 MiB.
+//! * **the first block** (2 MiB, [`HttpOptions::first_block`]) is fetched at open and kept:
+//!   the magic and the start of the header are read from it.
+//! * **streams**: every other read is served from an open response body, whose later reads
+//!   continue it while they follow on (gaps up to 1 MiB, alignment padding, are read past).
+//!   A stream opened where the last one ended asks for twice as much (4, 8, … MiB, up to
+//!   [`HttpOptions::max_request`], 64 MiB), so the header reader's 64 KiB windows cost one
+//!   request per doubling — a 7.7 MB header 3 requests and under twice its bytes — and a
+//!   file-order pass (`verify`) one request per 64 MiB. A range announced with
+//!   [`ReadAt::prefetch`] is one request (per 64 MiB) however it is read; any other read is
+//!   one request for exactly its bytes. Bytes go from the socket into the caller's buffer;
+//!   nothing else is cached.
 //! * the first response pins the object's `ETag` (else `Last-Modified`); every later one must
 //!   carry the same, or the read fails with `remote::changed`: bytes of two versions are never
 //!   spliced.
@@ -57,12 +59,11 @@ pub struct HttpOptions {
     pub backoff: Duration,
     /// Redirects followed per request (default 5).
     pub max_redirects: u32,
-    /// The first header block, doubled per sequential block (default 2 MiB).
+    /// The first block, fetched at open; each stream opened where the last one ended asks for
+    /// twice as much as that one, up to [`max_request`](Self::max_request) (default 2 MiB).
     pub first_block: u64,
     /// The largest range one request asks for (default 64 MiB).
     pub max_request: u64,
-    /// The most bytes the block cache holds (default 64 MiB).
-    pub cache_bytes: u64,
     /// Sent as `Authorization: Bearer …`, to the given URL's origin only.
     pub bearer_token: Option<String>,
     /// The `User-Agent`.
@@ -82,7 +83,6 @@ impl Default for HttpOptions {
             max_redirects: 5,
             first_block: 2 << 20,
             max_request: 64 << 20,
-            cache_bytes: 64 << 20,
             bearer_token: None,
             user_agent: concat!("sipllm/", env!("CARGO_PKG_VERSION")).to_owned(),
             on_progress: None,
@@ -100,7 +100,6 @@ impl fmt::Debug for HttpOptions {
             .field("max_redirects", &self.max_redirects)
             .field("first_block", &self.first_block)
             .field("max_request", &self.max_request)
-            .field("cache_bytes", &self.cache_bytes)
             .field("bearer_token", &self.bearer_token.as_ref().map(|_| "REDACTED"))
             .finish_non_exhaustive()
     }
@@ -146,7 +145,7 @@ impl Validator {
 
 /// An open response body over `pos..end`.
 struct Stream {
-    reader: ureq::BodyReader<'static>,
+    reader: Body,
     pos: u64,
     end: u64,
     url: HttpUrl,
@@ -157,13 +156,13 @@ struct State {
     /// Where the last redirect chain ended (and its hop count): later requests go there
     /// directly, until it refuses (a presigned URL expired).
     location: Option<(HttpUrl, u32)>,
-    /// Fetched blocks, oldest first.
+    /// The first block, fetched at open (the magic and the start of the header are read from
+    /// it, then read again by the header reader).
     blocks: Vec<(u64, Vec<u8>)>,
-    block_bytes: u64,
-    /// The size of the next sequential block.
-    next_block: u64,
-    /// Where the last block fetch ended.
-    last_block_end: u64,
+    /// The length of the next stream opened where the last one ended.
+    next_len: u64,
+    /// Where the last stream opened was to end.
+    last_stream_end: u64,
     /// Where the last read call ended.
     last_read_end: u64,
     stream: Option<Stream>,
@@ -227,6 +226,8 @@ impl HttpSource {
             .user_agent(opts.user_agent.as_str())
             .timeout_connect(Some(opts.connect_timeout))
             .timeout_per_read(Some(opts.read_timeout))
+            // Fewer, larger socket reads for bodies of many MiB.
+            .input_buffer_size(1 << 20)
             .build();
         let first_block = opts.first_block.max(1);
         let mut src = HttpSource {
@@ -237,9 +238,8 @@ impl HttpSource {
             state: Mutex::new(State {
                 location: None,
                 blocks: Vec::new(),
-                block_bytes: 0,
-                next_block: first_block,
-                last_block_end: 0,
+                next_len: first_block,
+                last_stream_end: 0,
                 last_read_end: 0,
                 stream: None,
                 hint: None,
@@ -324,8 +324,8 @@ impl HttpSource {
             let mut broken = 0;
             let block =
                 src.fill_block(&mut st, Some(stream), 0, block_len, deadline, &mut broken)?;
-            st.last_block_end = block_len;
-            src.insert_block(&mut st, 0, block);
+            st.last_stream_end = block_len;
+            st.blocks.push((0, block));
         }
         Ok(src)
     }
@@ -392,34 +392,26 @@ impl HttpSource {
                 continue;
             }
             st.stream = None;
+            // A new stream: as far as announced; growing geometrically (2, 4, 8, … MiB up to
+            // `max_request`) while reads follow on, which is how a header of any size costs
+            // O(log size) requests and at most twice its bytes; else just the read.
             let hinted = st.hint.filter(|&(a, b)| a <= pos && pos < b);
-            if want < self.opts.first_block && hinted.is_none() {
-                // A block for the cache: geometric while sequential.
-                st.next_block = if pos == st.last_block_end {
-                    st.next_block.saturating_mul(2).min(self.opts.max_request)
-                } else {
-                    self.opts.first_block
-                };
-                let until = next_block_start(&st.blocks, pos).unwrap_or(self.len);
-                let blen = want.max(st.next_block).min(self.len - pos).min(until - pos).max(want);
-                let end = pos + blen;
-                let block = self.fill_block(st, None, pos, blen, deadline, &mut broken)?;
-                st.last_block_end = end;
-                self.insert_block(st, pos, block);
-                continue;
-            }
-            // A stream: as far as announced, or a full request when reads follow on.
-            let near = pos.abs_diff(st.last_read_end) <= SKIP_MAX;
-            let end = match hinted {
-                Some((_, b)) => b,
-                None if near => pos.saturating_add(self.opts.max_request),
-                None => pos + want,
+            let follows = pos.abs_diff(st.last_read_end) <= SKIP_MAX || pos == st.last_stream_end;
+            let span = match hinted {
+                Some((_, b)) => b - pos,
+                None if follows => {
+                    st.next_len = st.next_len.saturating_mul(2).min(self.opts.max_request);
+                    st.next_len
+                }
+                None => {
+                    st.next_len = self.opts.first_block;
+                    want
+                }
             };
-            let end = end
-                .min(pos.saturating_add(self.opts.max_request))
-                .min(self.len)
-                .max(pos + want.min(self.opts.max_request));
+            let span = span.max(want).clamp(1, self.opts.max_request).min(self.len - pos);
+            let end = pos + span;
             st.stream = Some(self.open_stream(st, pos, end, deadline)?);
+            st.last_stream_end = end;
         }
         st.last_read_end = offset + len;
         Ok(())
@@ -489,16 +481,6 @@ impl HttpSource {
                 .with_status(416)),
         }
     }
-
-    fn insert_block(&self, st: &mut State, start: u64, block: Vec<u8>) {
-        let n = block.len() as u64;
-        while st.block_bytes + n > self.opts.cache_bytes && !st.blocks.is_empty() {
-            let (_, old) = st.blocks.remove(0);
-            st.block_bytes -= old.len() as u64;
-        }
-        st.block_bytes += n;
-        st.blocks.push((start, block));
-    }
 }
 
 impl ReadAt for HttpSource {
@@ -539,11 +521,6 @@ fn copy_from_blocks(blocks: &[(u64, Vec<u8>)], pos: u64, dst: &mut [u8]) -> Opti
     let n = from.len().min(dst.len());
     dst.get_mut(..n)?.copy_from_slice(from.get(..n)?);
     Some(n)
-}
-
-/// The start of the first cached block after `pos`, so a new block stops there.
-fn next_block_start(blocks: &[(u64, Vec<u8>)], pos: u64) -> Option<u64> {
-    blocks.iter().map(|(s, _)| *s).filter(|&s| s > pos).min()
 }
 
 /// Reads all of `dst` from the stream; on failure, how many bytes arrived and the error.
@@ -619,9 +596,116 @@ fn skip(
 
 /// Ends a fully read body: one more read lets the client see its end and keep the
 /// connection for the next request.
-fn finish(mut s: Stream) {
-    let mut byte = [0u8; 1];
-    let _ = s.reader.read(&mut byte);
+fn finish(s: Stream) {
+    match s.reader {
+        Body::Direct(mut r) => {
+            let mut byte = [0u8; 1];
+            let _ = r.read(&mut byte);
+        }
+        // The pump does it when it reaches the end.
+        Body::Pumped(_) => {}
+    }
+}
+
+/// Streams at least this long are read by a pump thread.
+const PUMP_FROM: u64 = 4 << 20;
+/// The pump's pieces, and how many wait for the reader at most: the socket is drained while
+/// the caller hashes or writes what it read, with at most 8 MiB in flight.
+const PUMP_CHUNK: u64 = 1 << 20;
+const PUMP_DEPTH: usize = 8;
+
+/// A response body: read in place, or by a pump thread ahead of the reader.
+enum Body {
+    Direct(ureq::BodyReader<'static>),
+    Pumped(Pump),
+}
+
+impl Read for Body {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Body::Direct(r) => r.read(buf),
+            Body::Pumped(p) => p.read(buf),
+        }
+    }
+}
+
+/// The reading end of a pump: chunks of the body in order, then the body's error if it
+/// failed; the end of the channel is the end of the body. Dropping it stops the pump (its
+/// next send fails), which drops the response and closes the connection. The pump itself
+/// is bounded by the request's timeouts, so it cannot outlive a stalled server for long.
+struct Pump {
+    rx: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    /// Read chunks go back to the pump to be filled again (no page faults per chunk).
+    spent: std::sync::mpsc::SyncSender<Vec<u8>>,
+    chunk: Vec<u8>,
+    at: usize,
+}
+
+impl Pump {
+    fn start(mut body: ureq::BodyReader<'static>, len: u64) -> Pump {
+        let (tx, rx) = std::sync::mpsc::sync_channel(PUMP_DEPTH);
+        let (spent, reuse) = std::sync::mpsc::sync_channel::<Vec<u8>>(PUMP_DEPTH + 2);
+        std::thread::spawn(move || {
+            let mut left = len;
+            while left > 0 {
+                let mut buf = reuse.try_recv().unwrap_or_default();
+                buf.resize(PUMP_CHUNK.min(left) as usize, 0);
+                let mut n = 0;
+                while let Some(rest) = buf.get_mut(n..).filter(|r| !r.is_empty()) {
+                    match body.read(rest) {
+                        Ok(0) => break,
+                        Ok(k) => n += k.min(rest.len()),
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => {
+                            buf.truncate(n);
+                            if n > 0 {
+                                let _ = tx.send(Ok(buf));
+                            }
+                            let _ = tx.send(Err(e));
+                            return;
+                        }
+                    }
+                }
+                let full = n == buf.len();
+                buf.truncate(n);
+                left -= n as u64;
+                if n > 0 && tx.send(Ok(buf)).is_err() {
+                    return;
+                }
+                if !full {
+                    // The body ended early: the reader sees the channel end.
+                    return;
+                }
+            }
+            // Let the client see the end of the body and keep the connection.
+            let mut byte = [0u8; 1];
+            let _ = body.read(&mut byte);
+        });
+        Pump { rx, spent, chunk: Vec::new(), at: 0 }
+    }
+}
+
+impl Read for Pump {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.at >= self.chunk.len() {
+            match self.rx.recv() {
+                Ok(Ok(chunk)) => {
+                    let old = std::mem::replace(&mut self.chunk, chunk);
+                    if old.capacity() > 0 {
+                        let _ = self.spent.try_send(old);
+                    }
+                    self.at = 0;
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Ok(0),
+            }
+        }
+        let from = self.chunk.get(self.at..).unwrap_or_default();
+        let n = from.len().min(buf.len());
+        buf.get_mut(..n).unwrap_or_default().copy_from_slice(from.get(..n).unwrap_or_default());
+        self.at += n;
+        Ok(n)
+    }
 }
 
 fn header<'r>(resp: &'r ureq::http::Response<ureq::Body>, name: &str) -> Option<&'r str> {
@@ -848,6 +932,12 @@ fn src_request(
             st.location = Some((url.clone(), hop));
         }
         let reader = resp.into_body().into_reader();
+        let span = b - a + 1;
+        let reader = if span >= PUMP_FROM && a > 0 {
+            Body::Pumped(Pump::start(reader, span))
+        } else {
+            Body::Direct(reader)
+        };
         let stream = Stream { reader, pos: a, end: b + 1, url, hop };
         let total = total.or(if asked.last.is_none() { Some(b + 1) } else { None });
         return Ok(Some(Answer { stream, total, validator }));
@@ -891,7 +981,5 @@ mod tests {
         assert_eq!(&dst[..2], &[2, 3]);
         assert_eq!(copy_from_blocks(&blocks, 3, &mut dst), None);
         assert_eq!(copy_from_blocks(&blocks, 11, &mut dst), Some(1));
-        assert_eq!(next_block_start(&blocks, 3), Some(10));
-        assert_eq!(next_block_start(&blocks, 10), None);
     }
 }

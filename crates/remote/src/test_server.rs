@@ -3,6 +3,7 @@
 //!
 //! It binds `127.0.0.1:0` only, answers at most [`ServerOptions::max_requests`] requests
 //! (then `503` and close), gives every socket a 10 s timeout, and stops when dropped.
+//! `GET /__stats` answers how many requests and body bytes it served before.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -330,6 +331,16 @@ fn respond(
     range: Option<&str>,
 ) -> io::Result<bool> {
     let fault = &shared.opts.fault;
+    if path == "/__stats" {
+        // What was served so far (this request excluded), for measurements.
+        let text = format!(
+            "requests {}\nbody_bytes {}\n",
+            n - 1,
+            shared.body_bytes.load(Ordering::SeqCst)
+        );
+        simple(out, 200, &text, &[])?;
+        return Ok(true);
+    }
     if let Fault::RedirectTo(base) = fault {
         simple(out, 302, "", &[format!("Location: {base}{path}")])?;
         return Ok(true);

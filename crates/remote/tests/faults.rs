@@ -89,8 +89,8 @@ fn sequential_reads_continue_one_stream() {
     let data = bytes(20 << 20, 2);
     let server = serve(&data, Fault::None);
     let src = HttpSource::open(url(&server), opts()).unwrap();
-    // 4 MiB pieces from 2 MiB on, with 32-byte gaps (alignment padding): after the first
-    // piece, the rest come from one stream.
+    // 4 MiB pieces from 2 MiB on, with 32-byte gaps (alignment padding): streams of 4, 8
+    // and 16 MiB after the open's first block, each read continuing the current one.
     let mut pos = 2u64 << 20;
     while pos + (4 << 20) <= data.len() as u64 {
         let mut buf = vec![0u8; 4 << 20];
@@ -98,7 +98,12 @@ fn sequential_reads_continue_one_stream() {
         assert_eq!(&buf[..], &data[pos as usize..pos as usize + buf.len()]);
         pos += (4 << 20) + 32;
     }
-    assert!(src.stats().requests <= 3, "{:?}", src.stats());
+    assert_eq!(src.stats().requests, 4, "{:?}", src.stats());
+    let ranges: Vec<_> = server.log().into_iter().filter_map(|l| l.range).collect();
+    assert_eq!(
+        ranges[1..],
+        ["bytes=2097152-6291455", "bytes=6291488-14680095", "bytes=14680096-20971519"]
+    );
     // An announced range is one request however it is read.
     let before = src.stats().requests;
     src.prefetch(5 << 20, 8 << 20).unwrap();
