@@ -12,13 +12,17 @@
 //! * [`RemoteError`] carries a stable code (`remote::range_ignored`, …), the URL (credentials
 //!   redacted), the HTTP status and the hop; it travels inside the `io::Error` of a read.
 //!
-//! The default build has no async runtime: the client is `ureq` (synchronous, rustls).
+//! The default build has no async runtime: the client is `ureq` (synchronous, rustls). The
+//! `object-store` feature adds [`ObjectSource`](crate::object) for `s3://`, `gs://` and
+//! `az://`, with a tokio runtime of its own.
 
 #![forbid(unsafe_code)]
 #![deny(rustdoc::broken_intra_doc_links)]
 
 mod error;
 pub mod http;
+#[cfg(feature = "object-store")]
+pub mod object;
 mod open;
 mod redact;
 #[cfg(feature = "test-server")]
@@ -27,5 +31,7 @@ pub mod url;
 
 pub use error::{RemoteError, RemoteErrorKind};
 pub use http::{HttpOptions, HttpSource, HttpStats};
-pub use open::{RemoteModel, open_model, open_source, open_with_file};
+#[cfg(feature = "object-store")]
+pub use object::ObjectSource;
+pub use open::{RemoteModel, open_any, open_model, open_source, open_with_file};
 pub use url::{HttpUrl, RemoteUrl, is_remote};

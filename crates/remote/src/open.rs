@@ -47,7 +47,7 @@ impl RemoteModel {
         })
     }
 
-    /// The sources, one per shard, in `split.no` order.
+    /// The HTTP sources, one per shard, in `split.no` order (none for an object store).
     pub fn sources(&self) -> &[Arc<HttpSource>] {
         &self.sources
     }
@@ -72,6 +72,26 @@ pub fn open_source(url: &RemoteUrl, opts: &HttpOptions) -> Result<Arc<HttpSource
     HttpSource::open(http.clone(), opts).map(Arc::new)
 }
 
+/// Opens the object `url` names as a byte source of whichever kind it needs: HTTP(S) and the
+/// Hub ([`open_source`]), or with the `object-store` feature S3, GCS and Azure.
+pub fn open_any(url: &RemoteUrl, opts: &HttpOptions) -> Result<Arc<dyn ReadAt>, RemoteError> {
+    open_tracked(url, opts).map(|(source, _)| source)
+}
+
+/// A source, and the same source as an [`HttpSource`] (for its statistics) when it is one.
+type Tracked = (Arc<dyn ReadAt>, Option<Arc<HttpSource>>);
+
+/// [`open_any`], and the HTTP source again for its statistics.
+fn open_tracked(url: &RemoteUrl, opts: &HttpOptions) -> Result<Tracked, RemoteError> {
+    #[cfg(feature = "object-store")]
+    if let RemoteUrl::ObjectStore { .. } = url {
+        let source: Arc<dyn ReadAt> = Arc::new(crate::object::ObjectSource::open(url)?);
+        return Ok((source, None));
+    }
+    let http = open_source(url, opts)?;
+    Ok((http.clone(), Some(http)))
+}
+
 /// The name a remote object goes by in the streaming layer's errors.
 fn name_of(url: &RemoteUrl) -> PathBuf {
     PathBuf::from(url.to_string())
@@ -93,12 +113,18 @@ pub fn open_model(
     http: &HttpOptions,
     options: &OpenOptions,
 ) -> Result<RemoteModel, StreamError> {
-    let source = open_source(url, http).map_err(|e| open_error(url, e))?;
+    let (source, tracked) = open_tracked(url, http).map_err(|e| open_error(url, e))?;
     let model = Model::from_named_source(source.clone(), name_of(url), options)?;
     let count = split_key(&model, KEY_COUNT)?;
     let count = match (&model, count) {
         (Model::Gguf(_), Some(c @ 2..)) => c,
-        _ => return Ok(RemoteModel { model, url: url.clone(), sources: vec![source] }),
+        _ => {
+            return Ok(RemoteModel {
+                model,
+                url: url.clone(),
+                sources: tracked.into_iter().collect(),
+            });
+        }
     };
     let no = split_key(&model, KEY_NO)?.unwrap_or(0);
     let Ok(count) = u16::try_from(count) else {
@@ -110,7 +136,10 @@ pub fn open_model(
     };
     let given = match model {
         Model::Gguf(g) => g,
-        other => return Ok(RemoteModel { model: other, url: url.clone(), sources: vec![source] }),
+        other => {
+            let sources = tracked.into_iter().collect();
+            return Ok(RemoteModel { model: other, url: url.clone(), sources });
+        }
     };
     let mut given = Some(given);
     let mut files: Vec<GgufFile> = Vec::with_capacity(usize::from(count));
@@ -120,13 +149,13 @@ pub fn open_model(
             && let Some(g) = given.take()
         {
             files.push(g);
-            sources.push(source.clone());
+            sources.extend(tracked.clone());
             continue;
         }
         let shard_path = name.path_of(u64::from(i));
         let file_name = shard_path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         let shard_url = url.sibling(file_name);
-        let shard = match open_source(&shard_url, http) {
+        let (shard, shard_tracked) = match open_tracked(&shard_url, http) {
             Ok(s) => s,
             Err(e) if e.status == Some(404) => {
                 return Err(StreamError::SplitMissingShard {
@@ -139,7 +168,7 @@ pub fn open_model(
             Err(e) => return Err(open_error(&shard_url, e)),
         };
         files.push(GgufFile::from_named_source(shard.clone(), name_of(&shard_url), options)?);
-        sources.push(shard);
+        sources.extend(shard_tracked);
     }
     let set = SplitFile::from_files(files)?;
     Ok(RemoteModel { model: Model::Split(set), url: url.clone(), sources })
@@ -165,8 +194,8 @@ pub fn open_with_file(
     options: &OpenOptions,
 ) -> Result<(File, Model), StreamError> {
     let name = name_of(url);
-    let source = open_source(url, http).map_err(|e| open_error(url, e))?;
-    let file = download(&source, &name)?;
+    let source = open_any(url, http).map_err(|e| open_error(url, e))?;
+    let file = download(&*source, &name)?;
     let open_err = |e| StreamError::Open { path: name.clone(), source: e };
     let backing =
         FileBacking::from_file(file.try_clone().map_err(open_err)?, &name, Backend::Pread)?;
@@ -178,7 +207,7 @@ pub fn open_with_file(
 }
 
 /// Copies all of `source` into an unnamed temporary file.
-fn download(source: &HttpSource, name: &Path) -> Result<File, StreamError> {
+fn download(source: &dyn ReadAt, name: &Path) -> Result<File, StreamError> {
     const PIECE: u64 = 8 << 20;
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
