@@ -1,6 +1,7 @@
 //! `s3://`, `gs://` and `az://` through `object_store` (the `object-store` feature): a
-//! [`ReadAt`] whose reads are ranged GETs of the object, conditional on the `ETag` pinned at
-//! open, driven by a current-thread tokio runtime of its own (so no runtime leaks into the
+//! [`ReadAt`] whose reads are ranged GETs of the object (2 MiB, doubling while reads follow
+//! on, up to 64 MiB, into one buffer later reads are served from), conditional on the `ETag`
+//! pinned at open, driven by a current-thread tokio runtime of its own (so no runtime leaks into the
 //! rest of the program, and none into the default build).
 //!
 //! Each store is configured from the environment the way `object_store` reads it
@@ -26,7 +27,22 @@ pub struct ObjectSource {
     e_tag: Option<String>,
     url: String,
     runtime: tokio::runtime::Runtime,
+    /// The last range fetched, which later reads are served from while they fall inside it.
+    ahead: std::sync::Mutex<Ahead>,
 }
+
+/// The last fetched range and the size of the next one.
+#[derive(Default)]
+struct Ahead {
+    start: u64,
+    bytes: bytes::Bytes,
+    next_len: u64,
+}
+
+/// The first fetch; each fetch starting where the last one ended is twice as long, up to
+/// `MAX_FETCH`: a header costs O(log size) requests, as over HTTP.
+const FIRST_FETCH: u64 = 2 << 20;
+const MAX_FETCH: u64 = 64 << 20;
 
 impl fmt::Debug for ObjectSource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -107,7 +123,15 @@ impl ObjectSource {
                 RemoteError::new(RemoteErrorKind::ObjectStore { detail: e.to_string() })
             })?;
         let meta = runtime.block_on(store.head(&path)).map_err(err)?;
-        Ok(ObjectSource { store, path, len: meta.size, e_tag: meta.e_tag, url: shown, runtime })
+        Ok(ObjectSource {
+            store,
+            path,
+            len: meta.size,
+            e_tag: meta.e_tag,
+            url: shown,
+            runtime,
+            ahead: std::sync::Mutex::new(Ahead::default()),
+        })
     }
 
     /// The object's `ETag` at open, which every read is conditional on.
@@ -119,18 +143,53 @@ impl ObjectSource {
 impl ReadAt for ObjectSource {
     fn read_exact_at(&self, offset: u64, dst: &mut [u8]) -> io::Result<()> {
         let len = dst.len() as u64;
-        let end = match offset.checked_add(len) {
-            Some(end) if end <= self.len => end,
+        match offset.checked_add(len) {
+            Some(end) if end <= self.len => {}
             _ => {
                 let missing = len.min(offset.saturating_add(len).saturating_sub(self.len));
                 return Err(ShortRead { offset, len, missing }.into_io());
             }
-        };
+        }
         if dst.is_empty() {
             return Ok(());
         }
+        let mut ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner());
+        let mut done = 0usize;
+        while let Some(rest) = dst.get_mut(done..).filter(|r| !r.is_empty()) {
+            let pos = offset + done as u64;
+            let have_end = ahead.start + ahead.bytes.len() as u64;
+            if ahead.start <= pos && pos < have_end {
+                let from = ahead.bytes.get((pos - ahead.start) as usize..).unwrap_or_default();
+                let n = from.len().min(rest.len());
+                rest.get_mut(..n)
+                    .unwrap_or_default()
+                    .copy_from_slice(from.get(..n).unwrap_or_default());
+                done += n;
+                continue;
+            }
+            let want = rest.len() as u64;
+            ahead.next_len = if pos == have_end && have_end > 0 {
+                ahead.next_len.saturating_mul(2).clamp(FIRST_FETCH, MAX_FETCH)
+            } else {
+                FIRST_FETCH
+            };
+            let fetch_end = pos.saturating_add(want.max(ahead.next_len)).min(self.len);
+            let bytes = self.fetch(pos, fetch_end)?;
+            *ahead = Ahead { start: pos, bytes, next_len: ahead.next_len };
+        }
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl ObjectSource {
+    /// One ranged GET of `start..end`, conditional on the pinned `ETag`.
+    fn fetch(&self, start: u64, end: u64) -> io::Result<bytes::Bytes> {
         let options = GetOptions {
-            range: Some(GetRange::Bounded(offset..end)),
+            range: Some(GetRange::Bounded(start..end)),
             if_match: self.e_tag.clone(),
             ..GetOptions::default()
         };
@@ -150,15 +209,11 @@ impl ReadAt for ObjectSource {
             }
             other => store_error(&self.url, &other).into_io(),
         })?;
-        if bytes.len() != dst.len() {
+        let len = end - start;
+        if bytes.len() as u64 != len {
             let kind = RemoteErrorKind::ShortBody { got: bytes.len() as u64, expected: len };
             return Err(RemoteError::new(kind).with_url(&self.url).into_io());
         }
-        dst.copy_from_slice(&bytes);
-        Ok(())
-    }
-
-    fn len(&self) -> u64 {
-        self.len
+        Ok(bytes)
     }
 }

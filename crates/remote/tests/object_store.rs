@@ -117,6 +117,14 @@ fn s3_objects_read_like_files_and_a_change_is_refused() {
         assert_eq!(&buf[..], &bytes[at..at + buf.len()], "{}", t.name);
     }
 
+    // Many small reads in order (served from the fetched range) give the object's bytes.
+    let src = ObjectSource::open_with(&url, &config).unwrap();
+    let mut all = vec![0u8; bytes.len()];
+    for (i, chunk) in all.chunks_mut(64).enumerate() {
+        src.read_exact_at(i as u64 * 64, chunk).unwrap();
+    }
+    assert_eq!(all, bytes);
+
     // Replaced while open: the next read is refused, not spliced.
     let src = ObjectSource::open_with(&url, &config).unwrap();
     put(model_bytes("replaced"));
