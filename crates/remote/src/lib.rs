@@ -13,7 +13,7 @@
 //!   redacted), the HTTP status and the hop; it travels inside the `io::Error` of a read.
 //!
 //! The default build has no async runtime: the client is `ureq` (synchronous, rustls). The
-//! `object-store` feature adds [`ObjectSource`](crate::object) for `s3://`, `gs://` and
+//! `object-store` feature adds `ObjectSource` (module `object`) for `s3://`, `gs://` and
 //! `az://`, with a tokio runtime of its own.
 
 #![forbid(unsafe_code)]
