@@ -224,3 +224,20 @@ fn remote_failures_have_codes_urls_and_exit_2() {
     assert_eq!(run.code, Some(2), "{}", run.transcript());
     assert!(run.stderr.contains("remote::unsupported_scheme"), "{}", run.stderr);
 }
+
+#[test]
+fn a_truncated_remote_file_is_inspected_leniently_like_a_local_one() {
+    let dir = temp_dir("remote-lenient");
+    let sample = fs::read(sample_path()).unwrap();
+    let cut = dir.join("cut.gguf");
+    fs::write(&cut, &sample[..sample.len() - 100]).unwrap();
+    let server = serve(&[("cut.gguf", &cut)], 11);
+    let url = server.url("cut.gguf");
+    let local = cut.to_str().unwrap();
+    // Strict: the same refusal (tensor data outside the file), exit 1 both ways.
+    let strict = sipllm(&dir, &["inspect", &url]);
+    assert_eq!(strict.code, Some(1), "{}", strict.transcript());
+    assert!(strict.stderr.contains("out_of_bounds"), "{}", strict.stderr);
+    // Lenient: the header is shown, as for the local file.
+    same_output(&dir, &["inspect", "--json", "--profile", "lenient", "FILE"], local, &url);
+}
