@@ -408,7 +408,7 @@ impl HttpSource {
                     want
                 }
             };
-            let span = span.max(want).clamp(1, self.opts.max_request).min(self.len - pos);
+            let span = span.max(want).clamp(1, self.opts.max_request.max(1)).min(self.len - pos);
             let end = pos + span;
             st.stream = Some(self.open_stream(st, pos, end, deadline)?);
             st.last_stream_end = end;

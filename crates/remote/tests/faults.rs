@@ -388,3 +388,16 @@ fn split_sets_open_from_the_first_shard_url() {
     assert_eq!(e.code(), "stream::split::missing_shard", "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn degenerate_options_still_read_the_right_bytes() {
+    let data = bytes(100, 15);
+    let server = serve(&data, Fault::None);
+    let o = HttpOptions { first_block: 0, max_request: 0, retries: 0, ..opts() };
+    let src = HttpSource::open(url(&server), o).unwrap();
+    let mut buf = vec![0u8; 100];
+    src.read_exact_at(0, &mut buf).unwrap();
+    assert_eq!(&buf[..], &data[..]);
+    // One byte per request: the first block and then 99 more.
+    assert_eq!(server.requests(), 100);
+}
