@@ -105,6 +105,18 @@ impl Finding {
         {
             message = rest.to_owned();
         }
+        // A remote failure: its own code and help (the URL, status and hop are in the message).
+        if let Some(r) = crate::open::remote_error(e) {
+            return Finding {
+                severity: Severity::Error,
+                code: r.code(),
+                message: escape::str(&message).into_owned(),
+                path: String::new(),
+                offset: None,
+                len: 0,
+                help: r.help(),
+            };
+        }
         let (path, offset, len, help) = match e {
             StreamError::UnknownMagic { found, .. } => {
                 // The GGUF parser knows one more history than the sniffing does: "FUGG" is the

@@ -5,10 +5,23 @@
 //! (`GgufFile`) or `.llmw` file (`ModelFile`) through the refilling window, and checks every
 //! tensor lies inside the file. [`Opened`] gives the commands the [`WeightSource`] they read
 //! tensors through, plus the parsed header each format's inspection needs.
+//!
+//! A FILE that is a URL (`http://`, `https://`, `hf://OWNER/REPO/PATH[@REVISION]`, and with
+//! the `object-store` feature `s3://`, `gs://`, `az://`) opens through `sipllm-remote`
+//! instead ([`open_remote`]): the same [`Model`] over range requests, so every reading
+//! command works on it unchanged. Commands that write from a model ([`open_with_file`])
+//! fetch a remote one into an unnamed temporary file first: they copy every tensor byte
+//! anyway.
 
 use std::fmt;
 use std::fs::File;
-use std::path::Path;
+use std::io::{self, IsTerminal};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use sipllm_remote::{HttpOptions, RemoteError, RemoteUrl};
 
 use sipllm_gguf::{Gguf, ParseOptions, Profile};
 use sipllm_llmw::Llmw;
@@ -110,6 +123,19 @@ impl Opened {
         }
     }
 
+    /// Announces that `len` bytes at absolute offset `offset` will be read next: `readahead`
+    /// for a file, one request for the whole range (up to 64 MiB) for a URL. Only a hint.
+    pub fn prefetch_range(&self, offset: u64, len: u64) {
+        let Parsed::Model(m) = &self.parsed else { return };
+        let _ = match m.split() {
+            Some(set) => match set.locate(offset).and_then(|(i, at)| Some((set.shard(i)?, at))) {
+                Some((shard, at)) => shard.store().prefetch_range(at, len),
+                None => Ok(()),
+            },
+            None => m.store().prefetch_range(offset, len),
+        };
+    }
+
     /// The parsed `.llmw` header, for `.llmw` files.
     pub fn llmw(&self) -> Option<&Llmw<Vec<u8>>> {
         match &self.parsed {
@@ -150,6 +176,9 @@ pub fn is_invalid_file(e: &StreamError) -> bool {
 /// A GGUF whose tensor data does not fit in the file is an error, except under the lenient
 /// profile, where the header is still returned (for inspection) without a weight source.
 pub fn open_file(path: &Path, settings: &OpenSettings) -> Result<Opened, StreamError> {
+    if let Some(url) = remote_name(path) {
+        return open_remote(url, settings);
+    }
     let options = settings.options();
     let name = path.display().to_string();
     match Model::open(path, &options) {
@@ -193,11 +222,135 @@ pub fn open_sample(settings: &OpenSettings) -> Result<Opened, StreamError> {
 /// is what the header is read through and what the caller hands back to the streaming crate to
 /// copy tensor data from or rewrite the header of, so both see the same file, even if `path` is
 /// replaced meanwhile (an output renamed over its input).
+///
+/// A URL is fetched whole into an unnamed temporary file (in `TMPDIR`), which the returned
+/// [`File`] then is: a written model needs every tensor byte anyway. A URL cannot be edited in
+/// place (`write`).
 pub fn open_locked(path: &Path, write: bool) -> Result<File, StreamError> {
-    lock::open_locked(path, write)
+    let Some(url) = remote_name(path) else {
+        return lock::open_locked(path, write);
+    };
+    let name = PathBuf::from(sipllm_remote::url::redact(url));
+    if write {
+        let refused = io::Error::new(
+            io::ErrorKind::Unsupported,
+            "a URL cannot be edited in place; give -o OUT to write an edited copy",
+        );
+        return Err(StreamError::Open { path: name, source: refused });
+    }
+    let url = parse_url(url)?;
+    with_transfer_bar(&name, || sipllm_remote::fetch_to_file(&url, &http_options()))
 }
 
-/// Parses the model open as `file` (strict profile, pread; see [`Model::from_file`]).
+/// Parses the model open as `file` (strict profile, pread; see [`Model::from_file`]), named
+/// by `path` (a URL with its credentials redacted).
 pub fn model_of(file: &File, path: &Path) -> Result<Model, StreamError> {
-    Model::from_file(file, path, &OpenSettings::default().options())
+    Model::from_file(file, shown_name(path), &OpenSettings::default().options())
+}
+
+/// The URL `path` spells, if it is one (`http://`, `https://`, `hf://`, `s3://`, …).
+pub fn remote_name(path: &Path) -> Option<&str> {
+    path.to_str().filter(|s| sipllm_remote::is_remote(s))
+}
+
+/// How `path` is shown: as given, or for a URL with its credentials redacted.
+pub fn shown_name(path: &Path) -> String {
+    match remote_name(path) {
+        Some(url) => sipllm_remote::url::redact(url),
+        None => path.display().to_string(),
+    }
+}
+
+/// The remote error inside an open or read error, if the failure was a remote one.
+pub fn remote_error(e: &StreamError) -> Option<&RemoteError> {
+    RemoteError::find_in(e)
+}
+
+fn parse_url(url: &str) -> Result<RemoteUrl, StreamError> {
+    RemoteUrl::parse_env(url).map_err(|e| StreamError::Open {
+        path: PathBuf::from(sipllm_remote::url::redact(url)),
+        source: e.into_io(),
+    })
+}
+
+/// The progress bar of long transfers: drawn on standard error when it is a terminal, while
+/// `ACTIVE` (opening and fetching; `verify` draws its own bar while it reads).
+struct Transfer {
+    bar: ProgressBar,
+    active: AtomicBool,
+}
+
+fn transfer() -> &'static Transfer {
+    static TRANSFER: std::sync::OnceLock<Transfer> = std::sync::OnceLock::new();
+    TRANSFER.get_or_init(|| {
+        let target = if io::stderr().is_terminal() {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        };
+        let bar = ProgressBar::with_draw_target(None, target);
+        bar.set_style(
+            ProgressStyle::with_template("fetching {msg}: {bytes} ({binary_bytes_per_sec})")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        Transfer { bar, active: AtomicBool::new(false) }
+    })
+}
+
+/// The HTTP settings: the defaults, with the transfer bar fed while it is active.
+fn http_options() -> HttpOptions {
+    HttpOptions {
+        on_progress: Some(Arc::new(|bytes| {
+            let t = transfer();
+            if t.active.load(Ordering::Relaxed) {
+                t.bar.set_position(bytes);
+            }
+        })),
+        ..HttpOptions::default()
+    }
+}
+
+/// Runs `f` with the transfer bar showing `name`, and clears it after.
+fn with_transfer_bar<T>(name: &Path, f: impl FnOnce() -> T) -> T {
+    let t = transfer();
+    t.bar.set_message(name.display().to_string());
+    t.bar.reset();
+    t.active.store(true, Ordering::Relaxed);
+    let out = f();
+    t.active.store(false, Ordering::Relaxed);
+    t.bar.finish_and_clear();
+    out
+}
+
+/// Opens the model a URL names: a remote source (a set of them for a split set) under the
+/// same [`Model`] as files.
+pub fn open_remote(url: &str, settings: &OpenSettings) -> Result<Opened, StreamError> {
+    let shown = sipllm_remote::url::redact(url);
+    let parsed = parse_url(url)?;
+    let options = settings.options();
+    let http = http_options();
+    let name = PathBuf::from(&shown);
+    with_transfer_bar(&name, || match sipllm_remote::open_model(&parsed, &http, &options) {
+        Ok(remote) => {
+            let model = remote.model;
+            Ok(Opened {
+                name: shown.clone(),
+                format: model.format(),
+                file_size: model.file_size(),
+                parsed: Parsed::Model(Box::new(model)),
+            })
+        }
+        Err(StreamError::TensorOutOfBounds { .. }) if settings.profile == Profile::Lenient => {
+            let source = sipllm_remote::open_source(&parsed, &http)
+                .map_err(|e| StreamError::Open { path: name.clone(), source: e.into_io() })?;
+            let (gguf, _) = read_header(&*source, Some(&name), &options)?;
+            Ok(Opened {
+                name: shown.clone(),
+                format: Format::Gguf,
+                file_size: sipllm_streaming::ReadAt::len(&*source),
+                parsed: Parsed::GgufHeaderOnly(Box::new(gguf)),
+            })
+        }
+        Err(e) => Err(e),
+    })
 }

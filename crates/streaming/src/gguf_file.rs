@@ -79,6 +79,18 @@ impl GgufFile {
         GgufFile::assemble(header, Box::new(source), None, options)
     }
 
+    /// [`from_source`](Self::from_source) for a source with a name (a URL, say): `name` is
+    /// what errors and [`path`](Self::path) give, though it is no local file.
+    pub fn from_named_source(
+        source: impl ReadAt + 'static,
+        name: impl Into<PathBuf>,
+        options: &OpenOptions,
+    ) -> Result<GgufFile, StreamError> {
+        let name = name.into();
+        let header = read_header(&source, Some(&name), options)?;
+        GgufFile::assemble(header, Box::new(source), Some(name), options)
+    }
+
     fn assemble(
         (gguf, stats): (Gguf<Vec<u8>>, HeaderStats),
         source: Box<dyn ReadAt>,

@@ -77,6 +77,18 @@ impl ModelFile {
         ModelFile::assemble(header, Box::new(source), None, options)
     }
 
+    /// [`from_source`](Self::from_source) for a source with a name (a URL, say): `name` is
+    /// what errors and [`path`](Self::path) give, though it is no local file.
+    pub fn from_named_source(
+        source: impl ReadAt + 'static,
+        name: impl Into<PathBuf>,
+        options: &OpenOptions,
+    ) -> Result<ModelFile, StreamError> {
+        let name = name.into();
+        let header = read_llmw_header(&source, Some(&name), options)?;
+        ModelFile::assemble(header, Box::new(source), Some(name), options)
+    }
+
     fn assemble(
         (llmw, stats): (Llmw<Vec<u8>>, HeaderStats),
         source: Box<dyn ReadAt>,

@@ -8,7 +8,7 @@
 
 use std::fmt;
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use sipllm_gguf::Profile;
 
@@ -208,6 +208,21 @@ impl Model {
         Ok(match detect_for(&source, None, options)? {
             Format::Gguf => Model::Gguf(GgufFile::from_source(source, options)?),
             Format::Llmw => Model::Llmw(ModelFile::from_source(source, options)?),
+        })
+    }
+
+    /// [`from_source`](Self::from_source) for a source with a name (a URL, say): `name` is
+    /// what errors and [`path`](Self::path) give, though it is no local file. A shard of a
+    /// split set still opens as the single GGUF file it is.
+    pub fn from_named_source(
+        source: impl ReadAt + 'static,
+        name: impl Into<PathBuf>,
+        options: &OpenOptions,
+    ) -> Result<Model, StreamError> {
+        let name = name.into();
+        Ok(match Format::detect(&source, Some(&name))? {
+            Format::Gguf => Model::Gguf(GgufFile::from_named_source(source, name, options)?),
+            Format::Llmw => Model::Llmw(ModelFile::from_named_source(source, name, options)?),
         })
     }
 

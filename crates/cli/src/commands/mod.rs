@@ -43,7 +43,7 @@ pub fn report_open_error(path: &Path, e: &StreamError, ctx: &Ctx) -> Exit {
 /// own file is shown when it names one (another shard of a split set, say), else `path`.
 pub fn diagnose_open_error(path: &Path, e: &StreamError) -> FileDiagnostic {
     let path = e.path().unwrap_or(path);
-    let name = path.display().to_string();
+    let name = crate::open::shown_name(path);
     let finding = Finding::from_stream_error(e);
     // A file another process holds locked is not opened again for the hex view: that would
     // wait for the lock a second time.

@@ -56,6 +56,8 @@ pub fn run(args: &ReadArgs, ctx: &Ctx) -> io::Result<Exit> {
         Err(msg) => return Ok(usage_error(&msg)),
     };
     let start = tensor.abs_offset.saturating_add(range.start);
+    // One request for the range from a URL (at most 64 MiB each), however it is copied.
+    opened.prefetch_range(start, range.end - range.start);
     match &args.output {
         Some(path) if path != Path::new("-") => {
             let file = match File::create(path) {

@@ -101,7 +101,7 @@ pub fn run(args: &ValidateArgs, ctx: &Ctx) -> io::Result<Exit> {
     let mut worst = Exit::Ok;
     let mut counts = [0usize; 3];
     for path in &args.files {
-        let name = path.display().to_string();
+        let name = crate::open::shown_name(path);
         let outcome = check(path, &settings, args.deny_warnings);
         match args.format {
             ReportFormat::Json => {

@@ -11,6 +11,7 @@
 //! * `safety`: concurrent and interrupted writers, outputs that are inputs, modes, symlinks,
 //!   big split sets, killed re-splits (issue 16);
 //! * `split`: `split` and `merge`, and every reading command on a split set;
+//! * `remote`: every reading command on a URL (the loopback range server), and its errors;
 //! * `terminal`: colors and binary output on a pseudo-terminal;
 //! * `bounds`: bounded memory and output on hostile inputs, special files, unambiguous escaping;
 //! * `peak_memory`: the peak RSS of every command over hostile inputs and real models.
@@ -24,6 +25,7 @@ mod exit_codes;
 mod files;
 mod golden;
 mod peak_memory;
+mod remote;
 mod safety;
 mod split;
 mod support;

@@ -1,0 +1,37 @@
+//! Models where they live: GGUF and `.llmw` files read over HTTP(S) range requests — from any
+//! web server, the Hugging Face Hub (`hf://OWNER/REPO/PATH[@REVISION]`) or, with the
+//! `object-store` feature, S3, GCS and Azure — through the same
+//! [`WeightSource`](sipllm_streaming::WeightSource) as local files.
+//!
+//! * [`HttpSource`] is a [`ReadAt`](sipllm_streaming::ReadAt) whose every read is a checked
+//!   `206` range response (see [`http`] for the read paths and the fault model).
+//! * [`RemoteUrl`] parses the URL forms; `hf://` resolves as `huggingface_hub` does, against
+//!   `HF_ENDPOINT` with `HF_TOKEN`.
+//! * [`open_model`] opens a remote model whatever its format, and a shard of a split set as
+//!   the whole set (the other shards' URLs derived from its name).
+//! * [`RemoteError`] carries a stable code (`remote::range_ignored`, …), the URL (credentials
+//!   redacted), the HTTP status and the hop; it travels inside the `io::Error` of a read.
+//!
+//! The default build has no async runtime: the client is `ureq` (synchronous, rustls). The
+//! `object-store` feature adds `ObjectSource` (module `object`) for `s3://`, `gs://` and
+//! `az://`, with a tokio runtime of its own.
+
+#![forbid(unsafe_code)]
+#![deny(rustdoc::broken_intra_doc_links)]
+
+mod error;
+pub mod http;
+#[cfg(feature = "object-store")]
+pub mod object;
+mod open;
+mod redact;
+#[cfg(feature = "test-server")]
+pub mod test_server;
+pub mod url;
+
+pub use error::{RemoteError, RemoteErrorKind};
+pub use http::{HttpOptions, HttpSource, HttpStats};
+#[cfg(feature = "object-store")]
+pub use object::ObjectSource;
+pub use open::{RemoteModel, fetch_to_file, open_any, open_model, open_source};
+pub use url::{HttpUrl, RemoteUrl, is_remote};
