@@ -460,9 +460,18 @@ fn a_killed_or_failed_write_leaves_the_old_file_or_nothing() {
     let _ = child.wait();
     let now = std::fs::read(dir.join("old.gguf")).unwrap();
     if now != old {
+        // The kill came after the rename: the destination is exactly what an uninterrupted
+        // edit writes (not the source's length: the new name moves the data section).
+        let done = Command::new(env!("CARGO_BIN_EXE_sipllm"))
+            .args(edit("expected.gguf"))
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(done.status.success(), "{done:?}");
+        let expected = std::fs::read(dir.join("expected.gguf")).unwrap();
         let g = sipllm_gguf::parse(&now).expect("a replaced destination is complete");
         assert_eq!(g.get_str("general.name"), Some("n"));
-        assert_eq!(now.len(), big.len());
+        assert!(now == expected, "the replaced destination is the complete edit");
     }
     let _ = src;
 }
