@@ -215,7 +215,10 @@ impl Header {
         let kv = self.gguf.directory().kvs().get(index).ok_or_else(bad_index)?;
         let enc = Walker { bytes: self.gguf.bytes(), big: self.big_endian() };
         let mut out = (Vec::new(), Vec::new(), Vec::new());
-        enc.walk(kv.value_span().offset, kv.value_type(), 0, &mut out)
+        // The value starts after the key and the 4-byte type word (the value span of an array
+        // starts after its element type and count).
+        let start = kv.key_span().end().checked_add(4).ok_or_else(bad_index)?;
+        enc.walk(start, kv.value_type(), 0, &mut out)
             .ok_or_else(|| pyo3::exceptions::PyValueError::new_err("value outside the header"))?;
         Ok(out)
     }
