@@ -228,17 +228,17 @@ class ReaderTensor:
     shape; raw ``uint8`` bytes for quantized types) and ``field`` (the tensor info's
     :class:`ReaderField`). ``shape``, ``data`` and ``field`` are made on first access."""
 
-    __slots__ = ("name", "tensor_type", "n_elements", "n_bytes", "data_offset", "_reader", "_row", "_field", "_data")
+    __slots__ = ("name", "tensor_type", "n_elements", "n_bytes", "data_offset", "_map", "_row", "_field", "_data")
     _fields = ("name", "tensor_type", "shape", "n_elements", "n_bytes", "data_offset", "data", "field")
 
-    def __init__(self, reader: GGUFReader, row: tuple[Any, ...]):
+    def __init__(self, map_: _Map, row: tuple[Any, ...]):
         (_, name, _, _, code, _, abs_off, n_elem, nbytes, _, _) = row
         self.name: str = name
         self.tensor_type: Any = tensor_type(code)
         self.n_elements: int = n_elem
         self.n_bytes: int | None = nbytes
         self.data_offset: int = abs_off
-        self._reader = reader
+        self._map = map_
         self._row = row
         self._field: ReaderField | None = None
         self._data: Any = None
@@ -248,7 +248,7 @@ class ReaderTensor:
         """The tensor info: parts name length, name, n_dims, dims, type, offset; data
         ``[1, 3, 4, 5]``."""
         if self._field is None:
-            self._field = self._reader._tensor_field(self._row)
+            self._field = self._map.tensor_field(self._row)
         return self._field
 
     @property
@@ -260,7 +260,7 @@ class ReaderTensor:
     def data(self) -> npt.NDArray[Any]:
         """The tensor's bytes in the file map, in the logical shape."""
         if self._data is None:
-            self._data = self._reader._tensor_data(self._row, self.shape)
+            self._data = self._map.tensor_data(self._row, self.shape)
         return self._data
 
     def __iter__(self) -> Iterator[Any]:
@@ -314,28 +314,23 @@ class GGUFReader:
             )
         # Views are made from a plain ndarray over the map: they share its memory, and
         # slicing it skips np.memmap's per-slice bookkeeping.
-        self._u8: npt.NDArray[np.uint8] = self.data.view(np.ndarray)
         v_type, _, endian = enums()
-        self._vt = v_type
         file_big = header.big_endian
         swapped = file_big != (sys.byteorder == "big")
         self.byte_order = "S" if swapped else "I"
         self.endianess = endian.BIG if file_big else endian.LITTLE
-        self._dtypes: dict[int, np.dtype[Any]] = {
-            code: (np.dtype(t).newbyteorder("S") if swapped else np.dtype(t)) for code, t in _SCALAR_NP.items()
-        }
+        m = _Map(self.data.view(np.ndarray), header, name, swapped, v_type)
+        self._map = m
         self.gguf_scalar_to_np = {v_type(code): t for code, t in _SCALAR_NP.items()}
         self._tensors: list[ReaderTensor] | None = None
 
         fields: OrderedDict[str, ReaderField] = OrderedDict()
-        u32, u64 = self._dtypes[4], self._dtypes[10]
-        fields["GGUF.version"] = ReaderField(4, "GGUF.version", [self._view(4, u32, 1)], [0], [v_type.UINT32])
-        fields["GGUF.tensor_count"] = ReaderField(
-            8, "GGUF.tensor_count", [self._view(8, u64, 1)], [0], [v_type.UINT64]
-        )
-        fields["GGUF.kv_count"] = ReaderField(16, "GGUF.kv_count", [self._view(16, u64, 1)], [0], [v_type.UINT64])
+        u32, u64 = m.dtypes[4], m.dtypes[10]
+        fields["GGUF.version"] = ReaderField(4, "GGUF.version", [m.view(4, u32, 1)], [0], [v_type.UINT32])
+        fields["GGUF.tensor_count"] = ReaderField(8, "GGUF.tensor_count", [m.view(8, u64, 1)], [0], [v_type.UINT64])
+        fields["GGUF.kv_count"] = ReaderField(16, "GGUF.kv_count", [m.view(16, u64, 1)], [0], [v_type.UINT64])
         for index, row in enumerate(header.kvs()):
-            fields[row[1]] = self._kv_field(index, row)
+            fields[row[1]] = m.kv_field(index, row)
         self.fields = fields
 
         align = fields.get("general.alignment")
@@ -356,7 +351,7 @@ class GGUFReader:
     def tensors(self) -> list[ReaderTensor]:
         """Every tensor in directory order (made on first access)."""
         if self._tensors is None:
-            self._tensors = [ReaderTensor(self, row) for row in self._header.tensors()]
+            self._tensors = [ReaderTensor(self._map, row) for row in self._header.tensors()]
         return self._tensors
 
     @tensors.setter
@@ -372,21 +367,46 @@ class GGUFReader:
         arr = self.data[offset : offset + itemsize * count].view(dtype=dtype)[:count]
         return arr.view(arr.dtype.newbyteorder(self.byte_order if override_order is None else override_order))
 
-    # Building fields and tensors.
-    def _view(self, offset: int, dt: np.dtype[Any], count: int) -> npt.NDArray[Any]:
-        return self._u8[offset : offset + dt.itemsize * count].view(dt)
 
-    def _u8_view(self, offset: int, count: int) -> npt.NDArray[np.uint8]:
-        return self._u8[offset : offset + count]
 
-    def _kv_field(self, index: int, row: tuple[Any, ...]) -> ReaderField:
+class _Map:
+    """The file map and the parsed header, shared by a reader, its fields and its tensors (which
+    make their views from it on demand)."""
+
+    __slots__ = ("u8", "header", "path", "swapped", "dtypes", "vt")
+
+    def __init__(self, u8: npt.NDArray[np.uint8], header: Any, path: str, swapped: bool, vt: Any):
+        self.u8 = u8
+        self.header = header
+        self.path = path
+        self.swapped = swapped
+        self.vt = vt
+        self.dtypes: dict[int, np.dtype[Any]] = {
+            code: (np.dtype(t).newbyteorder("S") if swapped else np.dtype(t)) for code, t in _SCALAR_NP.items()
+        }
+
+    def view(self, offset: int, dt: np.dtype[Any], count: int) -> npt.NDArray[Any]:
+        return self.u8[offset : offset + dt.itemsize * count].view(dt)
+
+    def u8_view(self, offset: int, count: int) -> npt.NDArray[np.uint8]:
+        return self.u8[offset : offset + count]
+
+    def kv_field(self, index: int, row: tuple[Any, ...]) -> ReaderField:
         offset, key, vtype, _value_off, value_len, elem, count = row
         klen = len(key.encode("utf-8"))
         vstart = offset + 12 + klen
-        dts = self._dtypes
+        dts = self.dtypes
         u32, u64 = dts[4], dts[10]
-        view, u8_view = self._view, self._u8_view
-        vt = self._vt
+        # The closures below hold the map's pieces, never the reader (no reference cycle: a
+        # reader and its header are freed as soon as the program drops it).
+        u8 = self.u8
+        vt = self.vt
+
+        def view(off: int, dt: np.dtype[Any], n: int) -> npt.NDArray[Any]:
+            return u8[off : off + dt.itemsize * n].view(dt)
+
+        def u8_view(off: int, n: int) -> npt.NDArray[np.uint8]:
+            return u8[off : off + n]
 
         def key_part(i: int) -> npt.NDArray[Any]:
             if i == 0:
@@ -446,9 +466,8 @@ class GGUFReader:
             return ReaderField(offset, key, _make=make, _fast=fast)
 
         if elem == _STRING:
-            header = self._header
+            header = self.header
             big = header.big_endian
-            u8 = self._u8
             starts_box: list[Any] = []
 
             def starts() -> Any:
@@ -486,8 +505,9 @@ class GGUFReader:
             return ReaderField(offset, key, _make=make, _fast=fast)
 
         # An array of arrays: gguf-py flattens it; walk it as it does (rare, and small).
+        header = self.header
         def make() -> tuple[Any, Any, Any]:
-            rows, data, codes = self._header.layout(index)
+            rows, data, codes = header.layout(index)
             inner = [key_part(0), key_part(1), key_part(2)]
             for off, code, n in rows:
                 inner.append(u8_view(off, n) if code == 0 else view(off, dts[code], n))
@@ -495,24 +515,24 @@ class GGUFReader:
 
         return ReaderField(offset, key, _make=make)
 
-    def _tensor_field(self, row: tuple[Any, ...]) -> ReaderField:
+    def tensor_field(self, row: tuple[Any, ...]) -> ReaderField:
         start, name, name_len, n_dims = row[0], row[1], row[2], row[3]
-        dts = self._dtypes
+        dts = self.dtypes
         u32, u64 = dts[4], dts[10]
         ndims_at = start + 8 + name_len
         dims_at = ndims_at + 4
         type_at = dims_at + 8 * n_dims
         parts = [
-            self._view(start, u64, 1),
-            self._u8_view(start + 8, name_len),
-            self._view(ndims_at, u32, 1),
-            self._view(dims_at, u64, n_dims),
-            self._view(type_at, u32, 1),
-            self._view(type_at + 4, u64, 1),
+            self.view(start, u64, 1),
+            self.u8_view(start + 8, name_len),
+            self.view(ndims_at, u32, 1),
+            self.view(dims_at, u64, n_dims),
+            self.view(type_at, u32, 1),
+            self.view(type_at + 4, u64, 1),
         ]
         return ReaderField(start, name, parts, [1, 3, 4, 5])
 
-    def _tensor_data(self, row: tuple[Any, ...], dims: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    def tensor_data(self, row: tuple[Any, ...], dims: npt.NDArray[Any]) -> npt.NDArray[Any]:
         (_, name, _, _, code, _, abs_off, n_elem, nbytes, block, tsize) = row
         if nbytes is None:
             raise _gguf_error(
@@ -521,16 +541,16 @@ class GGUFReader:
                 "gguf::tensor::unknown_type",
                 abs_off,
                 f'tensor "{name}"',
-                self._path,
+                self.path,
             )
         np_dims = tuple(reversed(dims.tolist()))
         elem = _ELEMENT_NP.get(code)
         if elem is not None:
-            dt = np.dtype(elem).newbyteorder("S") if self.byte_order == "S" else np.dtype(elem)
+            dt = np.dtype(elem).newbyteorder("S") if self.swapped else np.dtype(elem)
         else:
             dt = np.dtype(np.uint8)
             if np_dims:
                 np_dims = (*np_dims[:-1], np_dims[-1] // block * tsize)
             else:
                 np_dims = (nbytes,)
-        return self._u8[abs_off : abs_off + nbytes].view(dt).reshape(np_dims)
+        return self.u8[abs_off : abs_off + nbytes].view(dt).reshape(np_dims)

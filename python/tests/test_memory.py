@@ -76,3 +76,25 @@ def test_mode_r_refuses_writes() -> None:
     field = reader.fields["llama.block_count"]
     with pytest.raises(ValueError):
         field.parts[field.data[0]][0] = 1
+
+
+def test_a_dropped_reader_is_freed_at_once(tmp_path: Path) -> None:
+    # No reference cycles: the map and the header go when the program drops the reader, as
+    # with gguf-py, without waiting for the cycle collector.
+    import gc
+    import weakref
+
+    path = write_with_gguf_py(tmp_path / "rich.gguf", rich_model)
+    gc.disable()
+    try:
+        reader = sipllm_gguf.GGUFReader(path)
+        for field in reader.fields.values():
+            field.contents()
+            list(field.parts)
+        for t in reader.tensors:
+            t.data, t.field
+        alive = weakref.ref(reader)
+        del reader, field, t
+        assert alive() is None
+    finally:
+        gc.enable()
