@@ -150,7 +150,7 @@ class Model:
 
     @property
     def file_size(self) -> int:
-        """The file's size in bytes (a split set's first shard)."""
+        """The file's size in bytes (a split set's: all its shards, as one address space)."""
         return self._native.file_size
 
     @property
@@ -193,7 +193,8 @@ class Model:
         return np.frombuffer(self._native.read(name), dtype=np.uint8)
 
     def read_at(self, offset: int, length: int) -> bytes:
-        """``length`` bytes at absolute ``offset`` (a part of a tensor, say)."""
+        """``length`` bytes at absolute ``offset`` (a part of a tensor, say; a split set's
+        offsets are in one address space over its shards, as the tensors' are)."""
         return self._native.read_at(offset, length)
 
     def warnings(self) -> list[Finding]:

@@ -176,7 +176,7 @@ impl Model {
         }
     }
 
-    /// Size of the file (for a split set, of the first shard).
+    /// Size of the file (for a split set, of the set's virtual address space: every shard).
     #[getter]
     fn file_size(&self) -> u64 {
         self.inner.file_size()
@@ -288,7 +288,8 @@ impl Model {
         }
     }
 
-    /// `length` bytes at absolute offset `offset` (for a split set, of the first shard).
+    /// `length` bytes at absolute offset `offset` (for a split set, in its virtual address
+    /// space, where the tensors' offsets are).
     fn read_at<'py>(
         &self,
         py: Python<'py>,

@@ -128,3 +128,26 @@ print("ok")
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_a_split_set_opens_as_one_model_from_any_shard(tmp_path: Path, gguf_py) -> None:
+    w = gguf_py.GGUFWriter(str(tmp_path / "m.gguf"), arch="llama", split_max_tensors=2)
+    w.add_uint32("llama.block_count", 2)
+    for i in range(5):
+        w.add_tensor(f"t{i}", np.full((4, 8), i, dtype=np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    shards = sorted(tmp_path.glob("m-*-of-00003.gguf"))
+    assert len(shards) == 3
+    for shard in shards:
+        model = sipllm_gguf.open(shard)
+        assert model.shard_count == 3
+        assert [t.name for t in model.tensors] == [f"t{i}" for i in range(5)]
+        for i in range(5):
+            assert np.frombuffer(model.read(f"t{i}"), "<f4").tolist() == [float(i)] * 32
+        t3 = model.tensor("t3")
+        assert model.read_at(t3.offset, 4) == np.float32(3).tobytes()
+        assert model.metadata["llama.block_count"] == 2
+        assert sipllm_gguf.validate(shard) == []
