@@ -416,16 +416,11 @@ class _Map:
         vstart = offset + 12 + klen
         dts = self.dtypes
         u32, u64 = dts[4], dts[10]
-        # The closures below hold the map's pieces, never the reader (no reference cycle: a
-        # reader and its header are freed as soon as the program drops it).
+        # The closures below hold the map, never the reader (no reference cycle: a reader and
+        # its header are freed as soon as the program drops it).
         u8 = self.u8
         vt = self.vt
-
-        def view(off: int, dt: np.dtype[Any], n: int) -> npt.NDArray[Any]:
-            return u8[off : off + dt.itemsize * n].view(dt)
-
-        def u8_view(off: int, n: int) -> npt.NDArray[np.uint8]:
-            return u8[off : off + n]
+        view, u8_view = self.view, self.u8_view
 
         def key_part(i: int) -> npt.NDArray[Any]:
             if i == 0:

@@ -123,13 +123,44 @@ fn gguf_value<'py>(py: Python<'py>, v: MetaValue<'_>) -> PyResult<Bound<'py, PyA
 }
 
 fn scalar<'py>(py: Python<'py>, v: MetaValue<'_>) -> PyResult<Bound<'py, PyAny>> {
-    let meta = Meta::from_gguf("".into(), v);
-    Ok(match meta {
+    match collapsed_scalar(py, &Meta::from_gguf("".into(), v))? {
+        Some(value) => Ok(value),
+        None => Ok(("value", py.None()).into_pyobject(py)?.into_any()),
+    }
+}
+
+/// `("value", …)` for an integer, float, bool or string; `None` for lists.
+fn collapsed_scalar<'py>(py: Python<'py>, meta: &Meta<'_>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    Ok(Some(match *meta {
         Meta::Int(i) => ("value", i).into_pyobject(py)?.into_any(),
         Meta::Float(f) => ("value", f).into_pyobject(py)?.into_any(),
         Meta::Bool(b) => ("value", b).into_pyobject(py)?.into_any(),
-        _ => ("value", py.None()).into_pyobject(py)?.into_any(),
-    })
+        Meta::Str(s) => match s.as_str() {
+            Some(s) => ("value", s).into_pyobject(py)?.into_any(),
+            None => ("value", PyBytes::new(py, s.as_bytes())).into_pyobject(py)?.into_any(),
+        },
+        _ => return Ok(None),
+    }))
+}
+
+/// A `bytes` of `len` filled by `fill` with the GIL released, or the Python form of its error.
+fn read_bytes<'py>(
+    py: Python<'py>,
+    len: usize,
+    path: &str,
+    fill: impl FnOnce(&mut [u8]) -> Result<(), StreamError> + Send,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut failure = None;
+    let bytes = PyBytes::new_with(py, len, |buf| {
+        if let Err(e) = py.detach(|| fill(buf)) {
+            failure = Some(e);
+        }
+        Ok(())
+    })?;
+    match failure {
+        Some(e) => Err(stream_error(py, &e, path)),
+        None => Ok(bytes),
+    }
 }
 
 fn bytes_of<T: Copy>(values: impl Iterator<Item = T>, to: impl Fn(T) -> [u8; 8]) -> Vec<u8> {
@@ -203,14 +234,10 @@ impl Model {
     /// absent.
     fn get<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
         let Some(meta) = self.inner.meta(key) else { return Ok(None) };
+        if let Some(value) = collapsed_scalar(py, &meta)? {
+            return Ok(Some(value));
+        }
         let value = match meta {
-            Meta::Int(i) => ("value", i).into_pyobject(py)?.into_any(),
-            Meta::Float(f) => ("value", f).into_pyobject(py)?.into_any(),
-            Meta::Bool(b) => ("value", b).into_pyobject(py)?.into_any(),
-            Meta::Str(s) => match s.as_str() {
-                Some(s) => ("value", s).into_pyobject(py)?.into_any(),
-                None => ("value", PyBytes::new(py, s.as_bytes())).into_pyobject(py)?.into_any(),
-            },
             Meta::Ints(list) => match list.as_gguf() {
                 Some(a) => gguf_array(py, &a)?,
                 None => {
@@ -275,17 +302,7 @@ impl Model {
         let t = self.tensor(name)?;
         let len = t.byte_len().map_err(|e| stream_error(py, &e, &self.path))?;
         let model = &*self.inner;
-        let mut failure = None;
-        let bytes = PyBytes::new_with(py, len, |buf| {
-            if let Err(e) = py.detach(|| model.read_raw(t, buf)) {
-                failure = Some(e);
-            }
-            Ok(())
-        })?;
-        match failure {
-            Some(e) => Err(stream_error(py, &e, &self.path)),
-            None => Ok(bytes),
-        }
+        read_bytes(py, len, &self.path, |buf| model.read_raw(t, buf))
     }
 
     /// `length` bytes at absolute offset `offset` (for a split set, in its virtual address
@@ -297,16 +314,6 @@ impl Model {
         length: usize,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let model = &*self.inner;
-        let mut failure = None;
-        let bytes = PyBytes::new_with(py, length, |buf| {
-            if let Err(e) = py.detach(|| model.read_raw_at(offset, buf)) {
-                failure = Some(e);
-            }
-            Ok(())
-        })?;
-        match failure {
-            Some(e) => Err(stream_error(py, &e, &self.path)),
-            None => Ok(bytes),
-        }
+        read_bytes(py, length, &self.path, |buf| model.read_raw_at(offset, buf))
     }
 }
