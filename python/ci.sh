@@ -8,7 +8,8 @@ py="${PYTHON:-python3}"
 venv=python/.venv
 if [ ! -x "$venv/bin/python" ] && ! "$py" -m venv "$venv" 2>/dev/null; then
   # Debian's python3 without python3-venv: make the venv with virtualenv instead.
-  "$py" -m pip install --user -q virtualenv
+  "$py" -m pip install --user -q virtualenv ||
+    "$py" -m pip install --user -q --break-system-packages virtualenv  # PEP 668 interpreters
   "$py" -m virtualenv -q "$venv"
 fi
 vpy="$venv/bin/python"
