@@ -13,7 +13,7 @@ import sipllm_gguf
 from conftest import CORPUS, Raw, needs_corpus, patch
 
 
-def tensor_file(name: str = "w", dims: list[int] = [4], ggml_type: int = 0, data: int | None = None) -> Raw:
+def tensor_file(name: str = "w", dims: tuple[int, ...] = (4,), ggml_type: int = 0, data: int | None = None) -> Raw:
     raw = Raw(tensor_count=1)
     info = Raw.s(name) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
     info += struct.pack("<IQ", ggml_type, 0)
@@ -44,10 +44,10 @@ CASES = {
     # gguf-py loops once per declared element here (it hangs): not run on it.
     "u8_array_count_2^40": (Raw().kv("k", 9, struct.pack("<IQ", 0, 2**40) + b"\0" * 16).bytes(), "gguf::limits::array_too_long", False),
     "value_type_77": (Raw().kv("k", 77, b"\0" * 8).bytes(), "gguf::metadata::unknown_value_type", True),
-    "dims_2^63_x4": (tensor_file(dims=[2**63] * 4).bytes(), "gguf::tensor::element_count_overflow", True),
+    "dims_2^63_x4": (tensor_file(dims=(2**63,) * 4).bytes(), "gguf::tensor::element_count_overflow", True),
     "invalid_utf8_key": (Raw().kv(b"k\xff", 4, b"\0" * 4).bytes(), "gguf::metadata::invalid_utf8_key", True),
     "duplicate_key": (Raw().kv("k", 4, b"\0" * 4).kv("k", 4, b"\0" * 4).bytes(), "gguf::metadata::duplicate_key", True),
-    "truncated_tensor_data": (tensor_file(dims=[1024], data=16).bytes(), "gguf::layout::out_of_bounds", True),
+    "truncated_tensor_data": (tensor_file(dims=(1024,), data=16).bytes(), "gguf::layout::out_of_bounds", True),
     "truncated_header": (b"GGUF\x03\x00\x00\x00\x00", "gguf::input::unexpected_eof", True),
     "not_gguf": (b"PK\x03\x04" + b"\0" * 60, "gguf::header::bad_magic", True),
     "empty": (b"", "gguf::input::unexpected_eof", False),
