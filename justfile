@@ -6,8 +6,12 @@ j := quote(just_executable())
 default:
     {{ j }} --list
 
-# Everything CI runs: format check, lints, tests, docs
-ci: fmt-check clippy test doc
+# Everything CI runs: format check, lints, tests, docs, the Python package
+ci: fmt-check clippy test doc python
+
+# The Python package: lint its crate, build the wheel, run its pytest suite (python/ci.sh)
+python:
+    bash python/ci.sh
 
 # Run the whole test suite (the README's test command)
 test *args:

@@ -1,0 +1,227 @@
+"""The native API: :func:`open` a model (GGUF, a split GGUF set, or ``.llmw``), :func:`validate`
+a file.
+
+>>> import sipllm_gguf
+>>> model = sipllm_gguf.open("model.gguf")                     # doctest: +SKIP
+>>> model.metadata["general.architecture"], len(model.tokens)  # doctest: +SKIP
+('llama', 128256)
+>>> model.read("output_norm.weight")[:4]                       # doctest: +SKIP
+b'\\x00\\x00\\x80?'
+
+Opening reads the header only. Metadata values are decoded when they are looked up: integers,
+floats, bools and strings as Python objects, numeric arrays as numpy arrays of the stored type,
+string arrays as a lazy :class:`StrSeq`. Tensor data is read only by :meth:`Model.read`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Iterator, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from . import _native
+from ._enums import enums, tensor_type
+
+__all__ = ["Finding", "Metadata", "Model", "StrSeq", "Tensor", "open", "validate"]
+
+#: A string array as a lazy, read-only sequence of ``str`` (``len``, indexing, slicing,
+#: iteration, ``to_list()`` for all of them in one call).
+StrSeq = _native.StrSeq
+Sequence.register(StrSeq)
+
+
+class Finding(NamedTuple):
+    """One problem in a file: ``severity`` (``"error"`` or ``"warning"``), a stable ``code``
+    (``gguf::metadata::duplicate_key``), the absolute byte ``offset`` and ``length`` of the
+    bytes concerned, the logical ``path`` (``metadata[14] "general.file_type"``), a ``message``
+    and a ``help`` text saying how to fix it."""
+
+    severity: str
+    code: str
+    offset: int | None
+    length: int
+    path: str
+    message: str
+    help: str
+
+
+class Tensor(NamedTuple):
+    """One tensor: ``name``, ``type`` (``GGMLQuantizationType``, or the int code of a type it
+    does not know), ``type_name`` (``"Q4_K"``), row-major ``shape`` (outermost first: a matrix
+    is ``(n_out, n_in)``), ``nbytes`` (``None`` for an unknown type) and the absolute byte
+    ``offset`` of its data."""
+
+    name: str
+    type: Any
+    type_name: str
+    shape: tuple[int, ...]
+    nbytes: int | None
+    offset: int
+
+    @property
+    def n_elements(self) -> int:
+        """The product of the shape (1 for a scalar)."""
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+def _convert(value: tuple[Any, ...]) -> Any:
+    kind = value[0]
+    if kind == "value" or kind == "strs":
+        return value[1]
+    if kind == "array":
+        arr = np.frombuffer(value[2], dtype=np.dtype(value[1]))
+        if not arr.dtype.isnative:
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+        return arr
+    return [_convert(v) for v in value[1]]
+
+
+class Metadata(Mapping):  # type: ignore[type-arg]
+    """The metadata of a model as a read-only mapping in file order, decoded on lookup."""
+
+    def __init__(self, native: Any):
+        self._native = native
+        self._keys: list[str] | None = None
+
+    def _key_list(self) -> list[str]:
+        if self._keys is None:
+            self._keys = self._native.keys()
+        return self._keys
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._native.get(key) if isinstance(key, str) else None
+        if value is None:
+            raise KeyError(key)
+        return _convert(value)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in self._key_list()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._key_list())
+
+    def __len__(self) -> int:
+        return len(self._key_list())
+
+    def type_of(self, key: str) -> tuple[Any, Any] | None:
+        """The stored GGUF type of ``key``: ``(GGUFValueType, element GGUFValueType or None)``;
+        ``None`` for ``.llmw`` models, whose values have no GGUF type."""
+        found = self._native.value_type(key)
+        if found is None:
+            if key not in self:
+                raise KeyError(key)
+            return None
+        vt = enums()[0]
+        return vt(found[0]), (None if found[1] is None else vt(found[1]))
+
+    def __repr__(self) -> str:
+        return f"<Metadata: {len(self)} keys>"
+
+
+class Model:
+    """An opened model (see :func:`open`)."""
+
+    def __init__(self, native: Any):
+        self._native = native
+        self.metadata = Metadata(native)
+        self._tensors: tuple[Tensor, ...] | None = None
+        self._by_name: dict[str, Tensor] | None = None
+
+    @property
+    def path(self) -> str:
+        """The path given to :func:`open`."""
+        return self._native.path
+
+    @property
+    def format(self) -> str:
+        """``"gguf"`` or ``"llmw"``."""
+        return self._native.format
+
+    @property
+    def version(self) -> int | None:
+        """The format version."""
+        return self._native.version
+
+    @property
+    def file_size(self) -> int:
+        """The file's size in bytes (a split set's: all its shards, as one address space)."""
+        return self._native.file_size
+
+    @property
+    def shard_count(self) -> int:
+        """1, or the number of files of a split GGUF set."""
+        return self._native.shard_count
+
+    @property
+    def tokens(self) -> StrSeq | None:
+        """``tokenizer.ggml.tokens`` as a lazy sequence of ``str``, or ``None``."""
+        return self._native.strings("tokenizer.ggml.tokens")
+
+    def strings(self, key: str) -> StrSeq | None:
+        """The string array under ``key`` as a lazy sequence, or ``None``."""
+        return self._native.strings(key)
+
+    @property
+    def tensors(self) -> tuple[Tensor, ...]:
+        """Every tensor in directory order."""
+        if self._tensors is None:
+            self._tensors = tuple(
+                Tensor(name, tensor_type(code), tname, shape, nbytes, offset)
+                for (name, code, tname, shape, nbytes, offset) in self._native.tensors()
+            )
+        return self._tensors
+
+    def tensor(self, name: str) -> Tensor:
+        """The tensor called ``name`` (``KeyError`` if there is none)."""
+        if self._by_name is None:
+            self._by_name = {t.name: t for t in self.tensors}
+        return self._by_name[name]
+
+    def read(self, name: str) -> bytes:
+        """The stored bytes of tensor ``name``, in one read."""
+        return self._native.read(name)
+
+    def read_array(self, name: str) -> npt.NDArray[np.uint8]:
+        """The stored bytes of tensor ``name`` as a read-only 1-D numpy ``uint8`` array (no
+        copy beyond the read)."""
+        return np.frombuffer(self._native.read(name), dtype=np.uint8)
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        """``length`` bytes at absolute ``offset`` (a part of a tensor, say; a split set's
+        offsets are in one address space over its shards, as the tensors' are)."""
+        return self._native.read_at(offset, length)
+
+    def warnings(self) -> list[Finding]:
+        """What the parse found that did not stop it."""
+        return [Finding(*w) for w in self._native.warnings()]
+
+    def __enter__(self) -> Model:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def __repr__(self) -> str:
+        return f"<sipllm_gguf.Model {self.path!r}: {self.format} v{self.version}, {len(self.metadata)} keys, {len(self.tensors)} tensors>"
+
+
+def open(path: str | os.PathLike[str], profile: str = "strict") -> Model:  # noqa: A001
+    """Opens the model at ``path`` (GGUF, a split GGUF set from any of its shards, or
+    ``.llmw``; the format is read from the first 4 bytes), reading its header only.
+
+    ``profile`` is ``"strict"`` (the spec plus safety), ``"llama-cpp"`` (exactly what llama.cpp
+    loads) or ``"lenient"`` (read damaged files, with warnings). Raises
+    :class:`~sipllm_gguf.GGUFError` for an invalid file, ``OSError`` for an unreadable one."""
+    return Model(_native.open(os.fsdecode(os.fspath(path)), profile))
+
+
+def validate(path: str | os.PathLike[str], profile: str = "strict") -> list[Finding]:
+    """Every problem in the file at ``path`` under ``profile``: the warnings when it opens, or
+    the error that stops it (last). An empty list means valid. ``OSError`` if unreadable."""
+    return [Finding(*f) for f in _native.validate(os.fsdecode(os.fspath(path)), profile)]

@@ -1,0 +1,134 @@
+//! Turning the libraries' typed errors into Python exceptions.
+//!
+//! A file the parser rejects raises `GGUFError`, a `ValueError` subclass (so code written for
+//! gguf-py, which raises `ValueError`, keeps working) carrying the diagnostic: `code`
+//! (`gguf::metadata::duplicate_key`), `offset` and `length` (absolute bytes), `path` (the
+//! logical path, `metadata[14] "general.file_type"`), `filename`, `help`. A file that cannot be
+//! read at all raises `OSError` (`FileNotFoundError`, `PermissionError`, …) as `open()` would.
+
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use sipllm_gguf::{Error, Kind, Warning};
+use sipllm_streaming::StreamError;
+
+pyo3::create_exception!(
+    _native,
+    GGUFError,
+    PyValueError,
+    "A GGUF file is invalid (or cannot be read as asked). A ValueError subclass carrying the \
+     diagnostic: code, offset, length, path (logical), filename, help."
+);
+
+/// One diagnostic, flattened for Python.
+#[derive(Debug, Clone)]
+pub(crate) struct Diag {
+    pub(crate) severity: &'static str,
+    pub(crate) code: &'static str,
+    pub(crate) offset: Option<u64>,
+    pub(crate) length: u64,
+    pub(crate) path: String,
+    pub(crate) message: String,
+    pub(crate) help: String,
+}
+
+impl Diag {
+    fn finding<K: Kind>(severity: &'static str, f: &sipllm_gguf::Finding<K>) -> Diag {
+        Diag {
+            severity,
+            code: f.code(),
+            offset: Some(f.offset()),
+            length: f.len(),
+            path: f.path().to_string(),
+            message: f.message(),
+            help: f.help().to_owned(),
+        }
+    }
+
+    pub(crate) fn from_warning(w: &Warning) -> Diag {
+        Diag::finding("warning", w)
+    }
+
+    pub(crate) fn from_error(e: &Error) -> Diag {
+        Diag::finding("error", e)
+    }
+
+    pub(crate) fn from_stream(e: &StreamError) -> Diag {
+        if let Some(p) = e.parse_error() {
+            return Diag::from_error(p);
+        }
+        if let Some(p) = e.llmw_error() {
+            return Diag::finding("error", p);
+        }
+        let mut message = e.to_string();
+        // The filename is an attribute of its own; keep the message about the bytes.
+        if let Some(rest) =
+            e.path().and_then(|p| message.strip_prefix(&format!("{}: ", p.display())))
+        {
+            message = rest.to_owned();
+        }
+        let (path, length) = match e {
+            StreamError::UnknownMagic { .. } => ("header.magic", 4),
+            StreamError::TooShort { .. } => ("header.magic", 0),
+            _ => ("", 0),
+        };
+        Diag {
+            severity: "error",
+            code: e.code(),
+            offset: e.offset(),
+            length,
+            path: path.to_owned(),
+            message,
+            help: e.help(),
+        }
+    }
+
+    /// As a tuple for Python's `Finding`: (severity, code, offset, length, path, message, help).
+    pub(crate) fn into_tuple(
+        self,
+    ) -> (&'static str, &'static str, Option<u64>, u64, String, String, String) {
+        (self.severity, self.code, self.offset, self.length, self.path, self.message, self.help)
+    }
+}
+
+/// A `GGUFError` for `diag` in `filename`.
+pub(crate) fn gguf_error(py: Python<'_>, diag: &Diag, filename: Option<&str>) -> PyErr {
+    let located = if diag.path.is_empty() {
+        diag.message.clone()
+    } else {
+        format!("{}: {}", diag.path, diag.message)
+    };
+    let at = diag.offset.map(|o| format!(" at byte {o}")).unwrap_or_default();
+    let text = match filename {
+        Some(f) => format!("{f}: {located}{at} [{}]", diag.code),
+        None => format!("{located}{at} [{}]", diag.code),
+    };
+    let err = GGUFError::new_err(text);
+    let value = err.value(py);
+    let set = || -> PyResult<()> {
+        value.setattr("code", diag.code)?;
+        value.setattr("offset", diag.offset)?;
+        value.setattr("length", diag.length)?;
+        value.setattr("path", diag.path.as_str())?;
+        value.setattr("filename", filename)?;
+        value.setattr("help", diag.help.as_str())?;
+        value.setattr("detail", diag.message.as_str())?;
+        Ok(())
+    };
+    match set() {
+        Ok(()) => err,
+        Err(e) => e,
+    }
+}
+
+/// The Python exception for a streaming error: `OSError` for I/O, `GGUFError` otherwise.
+pub(crate) fn stream_error(py: Python<'_>, e: &StreamError, filename: &str) -> PyErr {
+    match e {
+        StreamError::Open { source, .. } | StreamError::Io { source, .. } => {
+            match source.raw_os_error() {
+                Some(errno) => PyOSError::new_err((errno, source.to_string(), filename.to_owned())),
+                None => PyOSError::new_err(format!("{filename}: {source}")),
+            }
+        }
+        other => gguf_error(py, &Diag::from_stream(other), Some(filename)),
+    }
+}

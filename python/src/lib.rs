@@ -1,0 +1,36 @@
+//! `sipllm_gguf._native`: the Rust half of the `sipllm_gguf` Python package.
+//!
+//! The parsing is sipllm-gguf's and the file reading sipllm-streaming's; this crate only hands
+//! their results to Python. Two halves:
+//!
+//! * [`header`]: what the gguf-py–compatible `GGUFReader` (Python, `sipllm_gguf/reader.py`)
+//!   needs: the parsed header as offsets, types and spans, so that Python can make numpy views
+//!   of its own memory map exactly where gguf-py would, but only when they are asked for.
+//! * [`model`]: the native API (`sipllm_gguf.open`, `validate`): typed metadata, lazy string
+//!   sequences, tensors and reads through the `WeightSource` seam.
+//!
+//! No `unsafe` here: the one map of the workspace stays in sipllm-streaming, and the reader's
+//! zero-copy tensor views come from `numpy.memmap` on the Python side.
+
+mod errors;
+mod header;
+mod model;
+mod strings;
+
+use pyo3::prelude::*;
+
+/// The extension module.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("GGUFError", m.py().get_type::<errors::GGUFError>())?;
+    m.add_class::<header::Header>()?;
+    m.add_class::<model::Model>()?;
+    m.add_class::<strings::StrSeq>()?;
+    m.add_class::<strings::StrSeqIter>()?;
+    m.add_function(wrap_pyfunction!(header::read_header, m)?)?;
+    m.add_function(wrap_pyfunction!(strings::decode_strings, m)?)?;
+    m.add_function(wrap_pyfunction!(model::open, m)?)?;
+    m.add_function(wrap_pyfunction!(model::validate, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

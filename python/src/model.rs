@@ -1,0 +1,319 @@
+//! The native API: `open(path)` → a model through the `WeightSource` seam, `validate(path)`.
+
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyKeyError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+use sipllm_gguf::{ArrayView, Endian, Gguf, MetaValue, ParseOptions, Profile, ValueType};
+use sipllm_streaming::{Meta, OpenOptions, StreamError, WeightSource};
+
+use crate::errors::{Diag, stream_error};
+use crate::strings::StrSeq;
+
+/// A profile by the name the CLI gives it.
+pub(crate) fn parse_profile(name: &str) -> PyResult<Profile> {
+    match name {
+        "strict" => Ok(Profile::Strict),
+        "llama-cpp" | "llama_cpp" | "llamacpp" => Ok(Profile::LlamaCpp),
+        "lenient" => Ok(Profile::Lenient),
+        other => Err(PyValueError::new_err(format!(
+            "unknown profile {other:?}: expected \"strict\", \"llama-cpp\" or \"lenient\""
+        ))),
+    }
+}
+
+fn options(profile: &str) -> PyResult<OpenOptions> {
+    Ok(OpenOptions::default().with_parse(ParseOptions::new(parse_profile(profile)?)))
+}
+
+/// An opened model: GGUF, a split GGUF set, or `.llmw`. Header parsed, tensor data read only
+/// when asked for.
+#[pyclass(frozen, module = "sipllm_gguf._native")]
+#[derive(Debug)]
+pub(crate) struct Model {
+    inner: Arc<sipllm_streaming::Model>,
+    path: String,
+}
+
+/// Opens the model at `path` (its format from the first 4 bytes), reading only its header.
+#[pyfunction]
+#[pyo3(signature = (path, profile = "strict"))]
+pub(crate) fn open(py: Python<'_>, path: &str, profile: &str) -> PyResult<Model> {
+    let opts = options(profile)?;
+    let model = py
+        .detach(|| sipllm_streaming::Model::open(path, &opts))
+        .map_err(|e| stream_error(py, &e, path))?;
+    Ok(Model { inner: Arc::new(model), path: path.to_owned() })
+}
+
+type FindingRow = (&'static str, &'static str, Option<u64>, u64, String, String, String);
+
+fn warnings_of(model: &sipllm_streaming::Model) -> Vec<FindingRow> {
+    let gguf_warnings = |g: &Gguf<Vec<u8>>| -> Vec<FindingRow> {
+        g.warnings().iter().map(|w| Diag::from_warning(w).into_tuple()).collect()
+    };
+    match model {
+        sipllm_streaming::Model::Gguf(f) => gguf_warnings(f.gguf()),
+        sipllm_streaming::Model::Split(set) => {
+            set.shards().flat_map(|s| gguf_warnings(s.gguf())).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Every problem found in the file at `path` under `profile`: its warnings when it opens, or
+/// the one error that stops it. An unreadable file raises `OSError`.
+#[pyfunction]
+#[pyo3(signature = (path, profile = "strict"))]
+pub(crate) fn validate(py: Python<'_>, path: &str, profile: &str) -> PyResult<Vec<FindingRow>> {
+    let opts = options(profile)?;
+    match py.detach(|| sipllm_streaming::Model::open(path, &opts)) {
+        Ok(model) => Ok(warnings_of(&model)),
+        Err(e @ (StreamError::Open { .. } | StreamError::Io { .. })) => {
+            Err(stream_error(py, &e, path))
+        }
+        Err(e) => Ok(vec![Diag::from_stream(&e).into_tuple()]),
+    }
+}
+
+/// The numpy dtype string of a fixed-size value type in `endian`.
+fn dtype(ty: ValueType, endian: Endian) -> Option<String> {
+    let (kind, size) = match ty {
+        ValueType::Bool => return Some("|b1".into()),
+        ValueType::Uint8 => return Some("|u1".into()),
+        ValueType::Int8 => return Some("|i1".into()),
+        ValueType::Uint16 => ("u", 2),
+        ValueType::Int16 => ("i", 2),
+        ValueType::Uint32 => ("u", 4),
+        ValueType::Int32 => ("i", 4),
+        ValueType::Float32 => ("f", 4),
+        ValueType::Uint64 => ("u", 8),
+        ValueType::Int64 => ("i", 8),
+        ValueType::Float64 => ("f", 8),
+        ValueType::String | ValueType::Array => return None,
+    };
+    let order = if endian == Endian::Big { '>' } else { '<' };
+    Some(format!("{order}{kind}{size}"))
+}
+
+/// `("array", dtype, bytes)`: a numeric GGUF array as stored, for `numpy.frombuffer`.
+fn gguf_array<'py>(py: Python<'py>, a: &ArrayView<'_>) -> PyResult<Bound<'py, PyAny>> {
+    match dtype(a.elem_type(), a.endian()) {
+        Some(dt) => Ok(("array", dt, PyBytes::new(py, a.payload())).into_pyobject(py)?.into_any()),
+        None => {
+            // Strings or nested arrays inside an array of arrays: a list of converted values.
+            let items: PyResult<Vec<Bound<'py, PyAny>>> =
+                a.iter().map(|v| gguf_value(py, v)).collect();
+            Ok(("list", PyList::new(py, items?)?).into_pyobject(py)?.into_any())
+        }
+    }
+}
+
+/// An element of an array of arrays.
+fn gguf_value<'py>(py: Python<'py>, v: MetaValue<'_>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        MetaValue::Array(a) => gguf_array(py, &a)?,
+        MetaValue::String(s) => match s.as_str() {
+            Some(s) => ("value", s).into_pyobject(py)?.into_any(),
+            None => ("value", PyBytes::new(py, s.as_bytes())).into_pyobject(py)?.into_any(),
+        },
+        other => scalar(py, other)?,
+    })
+}
+
+fn scalar<'py>(py: Python<'py>, v: MetaValue<'_>) -> PyResult<Bound<'py, PyAny>> {
+    match collapsed_scalar(py, &Meta::from_gguf("".into(), v))? {
+        Some(value) => Ok(value),
+        None => Ok(("value", py.None()).into_pyobject(py)?.into_any()),
+    }
+}
+
+/// `("value", …)` for an integer, float, bool or string; `None` for lists.
+fn collapsed_scalar<'py>(py: Python<'py>, meta: &Meta<'_>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    Ok(Some(match *meta {
+        Meta::Int(i) => ("value", i).into_pyobject(py)?.into_any(),
+        Meta::Float(f) => ("value", f).into_pyobject(py)?.into_any(),
+        Meta::Bool(b) => ("value", b).into_pyobject(py)?.into_any(),
+        Meta::Str(s) => match s.as_str() {
+            Some(s) => ("value", s).into_pyobject(py)?.into_any(),
+            None => ("value", PyBytes::new(py, s.as_bytes())).into_pyobject(py)?.into_any(),
+        },
+        _ => return Ok(None),
+    }))
+}
+
+/// A `bytes` of `len` filled by `fill` with the GIL released, or the Python form of its error.
+fn read_bytes<'py>(
+    py: Python<'py>,
+    len: usize,
+    path: &str,
+    fill: impl FnOnce(&mut [u8]) -> Result<(), StreamError> + Send,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut failure = None;
+    let bytes = PyBytes::new_with(py, len, |buf| {
+        if let Err(e) = py.detach(|| fill(buf)) {
+            failure = Some(e);
+        }
+        Ok(())
+    })?;
+    match failure {
+        Some(e) => Err(stream_error(py, &e, path)),
+        None => Ok(bytes),
+    }
+}
+
+fn bytes_of<T: Copy>(values: impl Iterator<Item = T>, to: impl Fn(T) -> [u8; 8]) -> Vec<u8> {
+    values.flat_map(to).collect()
+}
+
+impl Model {
+    fn gguf(&self) -> Option<&Gguf<Vec<u8>>> {
+        match &*self.inner {
+            sipllm_streaming::Model::Gguf(f) => Some(f.gguf()),
+            sipllm_streaming::Model::Split(set) => Some(set.first().gguf()),
+            _ => None,
+        }
+    }
+
+    fn tensor(&self, name: &str) -> PyResult<&sipllm_streaming::TensorInfo> {
+        self.inner.find(name).ok_or_else(|| PyKeyError::new_err(name.to_owned()))
+    }
+}
+
+#[pymethods]
+impl Model {
+    /// `"gguf"` or `"llmw"`.
+    #[getter]
+    fn format(&self) -> &'static str {
+        match self.inner.format() {
+            sipllm_streaming::Format::Llmw => "llmw",
+            _ => "gguf",
+        }
+    }
+
+    /// The path given to `open`.
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The format version (for a split set, the first shard's).
+    #[getter]
+    fn version(&self) -> Option<u32> {
+        match &*self.inner {
+            sipllm_streaming::Model::Llmw(f) => Some(f.llmw().version()),
+            _ => self.gguf().map(|g| g.version()),
+        }
+    }
+
+    /// Size of the file (for a split set, of the set's virtual address space: every shard).
+    #[getter]
+    fn file_size(&self) -> u64 {
+        self.inner.file_size()
+    }
+
+    /// Number of shards: 1 except for a split GGUF set.
+    #[getter]
+    fn shard_count(&self) -> usize {
+        self.inner.split().map_or(1, |s| s.shard_count())
+    }
+
+    /// The warnings of the parse, as finding tuples.
+    fn warnings(&self) -> Vec<FindingRow> {
+        warnings_of(&self.inner)
+    }
+
+    /// Every metadata key in file order.
+    fn keys(&self) -> Vec<String> {
+        self.inner.meta_keys().map(|k| k.to_string_lossy().into_owned()).collect()
+    }
+
+    /// The value under `key` as `(kind, payload)`: `("value", int | float | bool | str |
+    /// bytes)`, `("array", dtype, bytes)`, `("strs", StrSeq)` or `("list", [...])`; `None` when
+    /// absent.
+    fn get<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(meta) = self.inner.meta(key) else { return Ok(None) };
+        if let Some(value) = collapsed_scalar(py, &meta)? {
+            return Ok(Some(value));
+        }
+        let value = match meta {
+            Meta::Ints(list) => match list.as_gguf() {
+                Some(a) => gguf_array(py, &a)?,
+                None => {
+                    let b = bytes_of(list.iter(), |v| (v as i64).to_le_bytes());
+                    ("array", "<i8", PyBytes::new(py, &b)).into_pyobject(py)?.into_any()
+                }
+            },
+            Meta::Floats(list) => match list.as_gguf() {
+                Some(a) => gguf_array(py, &a)?,
+                None => {
+                    let b = bytes_of(list.iter(), f64::to_le_bytes);
+                    ("array", "<f8", PyBytes::new(py, &b)).into_pyobject(py)?.into_any()
+                }
+            },
+            Meta::Strs(_) => match StrSeq::new(self.inner.clone(), key) {
+                Some(seq) => ("strs", seq).into_pyobject(py)?.into_any(),
+                None => return Ok(None),
+            },
+            Meta::Array(a) => gguf_array(py, &a)?,
+            _ => return Ok(None),
+        };
+        Ok(Some(value))
+    }
+
+    /// The stored type of the value under `key`, as GGUF value type codes `(type, element type
+    /// or None)`; `None` for `.llmw` files or absent keys.
+    fn value_type(&self, key: &str) -> Option<(u32, Option<u32>)> {
+        let entry = self.gguf()?.get_entry(key)?;
+        Some((entry.kv.value_type().code(), entry.kv.array_head().map(|h| h.elem_type.code())))
+    }
+
+    /// The string array under `key` as a lazy sequence, or `None`.
+    fn strings(&self, key: &str) -> Option<StrSeq> {
+        StrSeq::new(self.inner.clone(), key)
+    }
+
+    /// Every tensor: (name, type code, type name, row-major shape, nbytes or None, absolute
+    /// offset).
+    #[allow(clippy::type_complexity)]
+    fn tensors<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Vec<(String, u32, &'static str, Bound<'py, PyTuple>, Option<u64>, u64)>> {
+        self.inner
+            .tensors()
+            .iter()
+            .map(|t| {
+                Ok((
+                    t.name.clone(),
+                    t.ggml_type.code(),
+                    t.ggml_type.name(),
+                    PyTuple::new(py, t.shape.iter())?,
+                    t.nbytes,
+                    t.abs_offset,
+                ))
+            })
+            .collect()
+    }
+
+    /// The stored bytes of tensor `name` (one read, the GIL released meanwhile).
+    fn read<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let t = self.tensor(name)?;
+        let len = t.byte_len().map_err(|e| stream_error(py, &e, &self.path))?;
+        let model = &*self.inner;
+        read_bytes(py, len, &self.path, |buf| model.read_raw(t, buf))
+    }
+
+    /// `length` bytes at absolute offset `offset` (for a split set, in its virtual address
+    /// space, where the tensors' offsets are).
+    fn read_at<'py>(
+        &self,
+        py: Python<'py>,
+        offset: u64,
+        length: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let model = &*self.inner;
+        read_bytes(py, length, &self.path, |buf| model.read_raw_at(offset, buf))
+    }
+}
