@@ -11,7 +11,9 @@ same bytes): word i of type t is splitmix64_mix(seed(t) + (i + 1) * GAMMA), stor
 A scale field whose exponent is all ones has its top exponent bit cleared.
 
 Each row: `random TYPE BLOCKS SHA256(values) SMALL_SHA256(first 64 blocks' values)`, the values
-being gguf.quants.dequantize's float32 output in little-endian bytes. Rows `tensor FILE NAME
+being gguf.quants.dequantize's float32 output in little-endian bytes. Rows `raw TYPE 64 SHA256` are
+64 blocks of unfixed random bytes (another stream), so non-finite scales and NaN payloads are
+checked too. Rows `tensor FILE NAME
 TYPE SHA256` do the same for every tensor of the generated corpus models (../shared/corpus)."""
 import hashlib
 import os
@@ -99,6 +101,17 @@ def random_row(name):
     return f"random\t{name}\t{n_blocks}\t{h.hexdigest()}\t{small}"
 
 
+def raw_row(name):
+    """64 blocks of unfixed random bytes (stream `code | 0x10000`): NaN and Inf scales too."""
+    code = int(T[name])
+    _, size = GGML_QUANT_SIZES[T[name]]
+    nbytes = SMALL_BLOCKS * size
+    raw = random_bytes(code | 0x10000, 0, -(-nbytes // 8))[:nbytes].copy()
+    with np.errstate(all="ignore"):
+        vals = values(name, raw)
+    return f"raw\t{name}\t{SMALL_BLOCKS}\t{hashlib.sha256(vals).hexdigest()}"
+
+
 def tensor_rows(corpus):
     rows = []
     gen = os.path.join(corpus, "generated")
@@ -131,6 +144,7 @@ def main():
         if only and name not in only:
             continue
         print(random_row(name), flush=True)
+        print(raw_row(name), flush=True)
     if not only:
         for row in tensor_rows(corpus):
             print(row)

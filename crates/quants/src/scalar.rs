@@ -49,6 +49,15 @@ fn u32_at(b: &[u8], i: usize) -> u32 {
     u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
 }
 
+/// The second operand of `a * q ± b`, made finite when `a` is NaN: then the result is `a`'s
+/// NaN (quieted) whatever `b` is, as in gguf-py, where x86 returns the first operand's NaN.
+/// Without this, the payload of a result with two NaN operands would depend on which operand
+/// order LLVM picked (it treats `+` as commutative), and SIMD and scalar code could differ.
+#[inline(always)]
+fn nan_first(a: f32, b: f32) -> f32 {
+    if a.is_nan() { 0.0 } else { b }
+}
+
 /// Applies a block kernel to every whole block. The caller has checked that `src` holds as
 /// many blocks as `dst` has rows.
 #[inline(always)]
@@ -101,7 +110,7 @@ pub(crate) fn q4_0(b: &[u8; 18], o: &mut [f32; 32]) {
 #[inline(always)]
 pub(crate) fn q4_1(b: &[u8; 20], o: &mut [f32; 32]) {
     let d = f16_at(b, 0);
-    let m = f16_at(b, 2);
+    let m = nan_first(d, f16_at(b, 2));
     for j in 0..16 {
         let q = b[4 + j];
         o[j] = d * f32::from(q & 0xf) + m;
@@ -128,7 +137,7 @@ pub(crate) fn q5_0(b: &[u8; 22], o: &mut [f32; 32]) {
 #[inline(always)]
 pub(crate) fn q5_1(b: &[u8; 24], o: &mut [f32; 32]) {
     let d = f16_at(b, 0);
-    let m = f16_at(b, 2);
+    let m = nan_first(d, f16_at(b, 2));
     let qh = u32_at(b, 4);
     for j in 0..16 {
         let q = b[8 + j];
@@ -158,7 +167,7 @@ pub(crate) fn q2_k(b: &[u8; 84], o: &mut [f32; 256]) {
     for g in 0..16 {
         let sc = b[g];
         let dl = d * f32::from(sc & 0xf);
-        let ml = dmin * f32::from(sc >> 4);
+        let ml = nan_first(dl, dmin * f32::from(sc >> 4));
         for i in 0..16 {
             let e = g * 16 + i;
             let (h, s, l) = (e / 128, (e % 128) / 32, e % 32);
@@ -214,9 +223,9 @@ pub(crate) fn q4_k(b: &[u8; 144], o: &mut [f32; 256]) {
     let (sc, mn) = k_scale_min(&b[4..16]);
     for c in 0..4 {
         let d0 = d * f32::from(sc[2 * c]);
-        let m0 = dmin * f32::from(mn[2 * c]);
+        let m0 = nan_first(d0, dmin * f32::from(mn[2 * c]));
         let d1 = d * f32::from(sc[2 * c + 1]);
-        let m1 = dmin * f32::from(mn[2 * c + 1]);
+        let m1 = nan_first(d1, dmin * f32::from(mn[2 * c + 1]));
         for l in 0..32 {
             let q = b[16 + c * 32 + l];
             o[c * 64 + l] = d0 * f32::from(q & 0xf) - m0;
@@ -234,9 +243,9 @@ pub(crate) fn q5_k(b: &[u8; 176], o: &mut [f32; 256]) {
     let (sc, mn) = k_scale_min(&b[4..16]);
     for c in 0..4 {
         let d0 = d * f32::from(sc[2 * c]);
-        let m0 = dmin * f32::from(mn[2 * c]);
+        let m0 = nan_first(d0, dmin * f32::from(mn[2 * c]));
         let d1 = d * f32::from(sc[2 * c + 1]);
-        let m1 = dmin * f32::from(mn[2 * c + 1]);
+        let m1 = nan_first(d1, dmin * f32::from(mn[2 * c + 1]));
         for l in 0..32 {
             let q = b[48 + c * 32 + l];
             let h = b[16 + l];
@@ -257,15 +266,19 @@ pub(crate) fn q6_k(b: &[u8; 210], o: &mut [f32; 256]) {
     for (g, slot) in ds.iter_mut().enumerate() {
         *slot = d * f32::from(b[192 + g] as i8);
     }
+    // Value h*128 + 32m + l takes nibble m/2 of byte h*64 + 32(m%2) + l and bits 2m..2m+2 of
+    // byte 128 + h*32 + l; its scale is group (h*128 + 32m + l) / 16.
     for h in 0..2 {
-        for k in 0..2 {
-            for j in 0..64 {
-                let e = h * 128 + k * 64 + j;
-                let ql = (b[h * 64 + j] >> (4 * k)) & 0xf;
-                let s = 2 * k + j / 32;
-                let qh = (b[128 + h * 32 + j % 32] >> (2 * s)) & 3;
-                let q = i32::from(ql | (qh << 4)) - 32;
-                o[e] = ds[e / 16] * q as f32;
+        for m in 0..4 {
+            for half in 0..2 {
+                let dl = ds[h * 8 + 2 * m + half];
+                for i in 0..16 {
+                    let l = half * 16 + i;
+                    let ql = (b[h * 64 + 32 * (m % 2) + l] >> (4 * (m / 2))) & 0xf;
+                    let qh = (b[128 + h * 32 + l] >> (2 * m)) & 3;
+                    let q = i32::from(ql | (qh << 4)) - 32;
+                    o[h * 128 + 32 * m + l] = dl * q as f32;
+                }
             }
         }
     }
@@ -371,6 +384,19 @@ const KSIGNS: [u8; 128] = {
     t
 };
 
+/// A NaN scale makes its whole sub-block that NaN, quieted, sign kept: what x86 gives for
+/// `nan * grid * ±1`, and what a compiler may not, since it may turn `* -1.0` into a negation
+/// that flips a NaN's sign. Returns true if it filled `o`.
+#[inline(always)]
+fn nan_scale(db: f32, o: &mut [f32]) -> bool {
+    if db.is_nan() {
+        o.fill(f32::from_bits(db.to_bits() | 0x0040_0000));
+        true
+    } else {
+        false
+    }
+}
+
 #[inline(always)]
 fn sign(bits: u8, j: usize) -> f32 {
     if (bits >> j) & 1 == 0 { 1.0 } else { -1.0 }
@@ -389,6 +415,9 @@ pub(crate) fn iq2_xxs(b: &[u8; 66], o: &mut [f32; 256]) {
     for ib in 0..8 {
         let aux1 = u32_at(b, 2 + 8 * ib + 4);
         let db = d * (0.5 + (aux1 >> 28) as f32) * 0.25;
+        if nan_scale(db, &mut o[ib * 32..ib * 32 + 32]) {
+            continue;
+        }
         for l in 0..4 {
             let row = IQ2XXS_GRID[usize::from(b[2 + 8 * ib + l])];
             let signs = KSIGNS[((aux1 >> (7 * l)) & 0x7f) as usize];
@@ -420,6 +449,9 @@ pub(crate) fn iq2_xs(b: &[u8; 74], o: &mut [f32; 256]) {
         let q = u16_at(b, 2 + 2 * i);
         let row = IQ2XS_GRID[usize::from(q & 511)];
         let signs = KSIGNS[usize::from(q >> 9)];
+        if nan_scale(db[i / 2], &mut o[i * 8..i * 8 + 8]) {
+            continue;
+        }
         for j in 0..8 {
             o[i * 8 + j] = db[i / 2] * grid_u8(row, j) * sign(signs, j);
         }
@@ -437,6 +469,9 @@ pub(crate) fn iq2_s(b: &[u8; 82], o: &mut [f32; 256]) {
         let idx = usize::from(b[2 + g]) | (usize::from(hi) << 8);
         let row = IQ2S_GRID[idx];
         let signs = b[34 + g];
+        if nan_scale(db[g / 2], &mut o[g * 8..g * 8 + 8]) {
+            continue;
+        }
         for j in 0..8 {
             o[g * 8 + j] = db[g / 2] * grid_u8(row, j) * sign(signs, j);
         }
@@ -451,6 +486,9 @@ pub(crate) fn iq3_xxs(b: &[u8; 98], o: &mut [f32; 256]) {
     for ib in 0..8 {
         let aux = u32_at(b, 66 + 4 * ib);
         let db = d * (0.5 + (aux >> 28) as f32) * 0.5;
+        if nan_scale(db, &mut o[ib * 32..ib * 32 + 32]) {
+            continue;
+        }
         for l in 0..4 {
             let signs = KSIGNS[((aux >> (7 * l)) & 0x7f) as usize];
             for half in 0..2 {
@@ -473,6 +511,9 @@ pub(crate) fn iq3_s(b: &[u8; 110], o: &mut [f32; 256]) {
     for ib in 0..8 {
         let s = (b[106 + ib / 2] >> (4 * (ib % 2))) & 0xf;
         let db = d * f32::from(1 + 2 * s);
+        if nan_scale(db, &mut o[ib * 32..ib * 32 + 32]) {
+            continue;
+        }
         for q in 0..8 {
             let g = ib * 8 + q;
             let hi = (b[66 + g / 8] >> (g % 8)) & 1;

@@ -138,6 +138,31 @@ fn first_blocks_match_gguf_py_on_both_paths() {
 }
 
 #[test]
+fn unfixed_blocks_match_gguf_py_nan_payloads_included() {
+    let mut failures = Vec::new();
+    for line in EXPECT.lines().filter(|l| l.starts_with("raw\t")) {
+        let f: Vec<&str> = line.split('\t').collect();
+        let ty = GgmlType::from_name(f[1]).unwrap();
+        let blocks: usize = f[2].parse().unwrap();
+        let (n, size) = block_layout(ty).unwrap();
+        let src = random_bytes(ty.code() | 0x1_0000, 0, blocks * size);
+        for fast in [true, false] {
+            let mut out = vec![0f32; blocks * n];
+            if fast {
+                dequantize(ty, &src, &mut out).unwrap();
+            } else {
+                dequantize_scalar(ty, &src, &mut out).unwrap();
+            }
+            if hex(&Sha256::digest(le_bytes(&out))) != f[3] {
+                failures.push(format!("{ty} (dispatched: {fast})"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "differ from gguf-py: {failures:?}");
+    assert_eq!(EXPECT.lines().filter(|l| l.starts_with("raw\t")).count(), SUPPORTED.len());
+}
+
+#[test]
 #[cfg_attr(miri, ignore = "64 MiB per type is hours under Miri")]
 fn sixty_four_mib_per_type_match_gguf_py() {
     let exp = expected();
