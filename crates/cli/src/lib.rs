@@ -192,8 +192,9 @@ mod tests {
         ];
         // (pattern, the files that may use it, for what)
         let auxiliary: [(&str, &[&str]); 4] = [
-            // `read -o` (raw tensor bytes) and `verify --manifest` (a manifest) outputs.
-            ("File::create(", &["commands/read.rs", "commands/verify.rs"]),
+            // `read -o` (raw tensor bytes, or values with `--as`) and `verify --manifest` (a
+            // manifest) outputs.
+            ("File::create(", &["commands/read.rs", "commands/values.rs", "commands/verify.rs"]),
             // `edit --set-file` input.
             ("fs::read(", &["commands/edit.rs"]),
             // `verify --check` manifest.

@@ -9,7 +9,8 @@
 //! * `edit`: `edit` out of place and in place, every refusal, crashes and recovery;
 //! * `convert`: `convert` round trips and refusals, and `make-toy`;
 //! * `split`: `split` and `merge`, and every reading command on a split set;
-//! * `terminal`: colors and binary output on a pseudo-terminal.
+//! * `terminal`: colors and binary output on a pseudo-terminal;
+//! * `values`: `read --as f32` (raw and npy) against gguf-py's values, and `tensors --stats`.
 
 mod commands;
 mod convert;
@@ -21,3 +22,4 @@ mod golden;
 mod split;
 mod support;
 mod terminal;
+mod values;
