@@ -169,15 +169,19 @@ pub(crate) fn q8_0(b: &[u8; 34], o: &mut [f32; 32]) {
 pub(crate) fn q2_k(b: &[u8; 84], o: &mut [f32; 256]) {
     let d = f16_at(b, 80);
     let dmin = f16_at(b, 82);
-    for g in 0..16 {
-        let sc = b[g];
-        let dl = d * f32::from(sc & 0xf);
-        let ml = nan_first(dl, dmin * f32::from(sc >> 4));
-        for i in 0..16 {
-            let e = g * 16 + i;
-            let (h, s, l) = (e / 128, (e % 128) / 32, e % 32);
-            let q = (b[16 + h * 32 + l] >> (2 * s)) & 3;
-            o[e] = dl * f32::from(q) - ml;
+    // Runs of 16 values sharing a scale: h half, s shift, 16 of the 32 bytes.
+    for h in 0..2 {
+        for s in 0..4 {
+            for half in 0..2 {
+                let sc = b[h * 8 + s * 2 + half];
+                let dl = d * f32::from(sc & 0xf);
+                let ml = nan_first(dl, dmin * f32::from(sc >> 4));
+                for i in 0..16 {
+                    let l = half * 16 + i;
+                    let q = (b[16 + h * 32 + l] >> (2 * s)) & 3;
+                    o[h * 128 + s * 32 + l] = dl * f32::from(q) - ml;
+                }
+            }
         }
     }
 }
@@ -188,18 +192,22 @@ pub(crate) fn q2_k(b: &[u8; 84], o: &mut [f32; 256]) {
 pub(crate) fn q3_k(b: &[u8; 110], o: &mut [f32; 256]) {
     let d = f16_at(b, 108);
     let sc = &b[96..108];
-    for g in 0..16 {
-        let lo = (sc[g % 8] >> (4 * (g / 8))) & 0xf;
-        let hi = (sc[8 + g % 4] >> (2 * (g / 4))) & 3;
-        let s = i32::from(lo | (hi << 4)) - 32;
-        let dl = d * s as f32;
-        for i in 0..16 {
-            let e = g * 16 + i;
-            let (h, sh, l) = (e / 128, (e % 128) / 32, e % 32);
-            let ql = (b[32 + h * 32 + l] >> (2 * sh)) & 3;
-            let hb = (b[e % 32] >> (e / 32)) & 1;
-            let q = i32::from(ql) - (i32::from(hb ^ 1) << 2);
-            o[e] = dl * q as f32;
+    for h in 0..2 {
+        for sh in 0..4 {
+            for half in 0..2 {
+                let g = h * 8 + sh * 2 + half;
+                let lo = (sc[g % 8] >> (4 * (g / 8))) & 0xf;
+                let hi = (sc[8 + g % 4] >> (2 * (g / 4))) & 3;
+                let dl = d * (i32::from(lo | (hi << 4)) - 32) as f32;
+                // Value e = 128h + 32sh + l: its high bit is bit e / 32 = 4h + sh of byte l.
+                for i in 0..16 {
+                    let l = half * 16 + i;
+                    let ql = (b[32 + h * 32 + l] >> (2 * sh)) & 3;
+                    let hb = (b[l] >> (4 * h + sh)) & 1;
+                    let q = i32::from(ql) - (i32::from(hb ^ 1) << 2);
+                    o[h * 128 + sh * 32 + l] = dl * q as f32;
+                }
+            }
         }
     }
 }
@@ -319,10 +327,13 @@ pub(crate) fn tq1_0(b: &[u8; 54], o: &mut [f32; 256]) {
 #[inline(always)]
 pub(crate) fn tq2_0(b: &[u8; 66], o: &mut [f32; 256]) {
     let d = f16_at(b, 64);
-    for e in 0..256 {
-        let (h, s, l) = (e / 128, (e % 128) / 32, e % 32);
-        let q = (b[h * 32 + l] >> (2 * s)) & 3;
-        o[e] = d * (i32::from(q) - 1) as f32;
+    for h in 0..2 {
+        for s in 0..4 {
+            for l in 0..32 {
+                let q = (b[h * 32 + l] >> (2 * s)) & 3;
+                o[h * 128 + s * 32 + l] = d * (i32::from(q) - 1) as f32;
+            }
+        }
     }
 }
 
