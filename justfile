@@ -81,6 +81,8 @@ miri:
     MIRIFLAGS=$iso nice -n 19 cargo +nightly miri test -p sipllm-streaming --test meta
     # (hostile.rs's single_byte_corruptions_never_panic takes over 30 min under Miri.)
     MIRIFLAGS=$iso nice -n 19 cargo +nightly miri test -p sipllm-streaming --test hostile -- every_prefix
+    # The dequantizers' scalar kernels on small inputs (the SIMD module is compiled out).
+    MIRIFLAGS=$iso nice -n 19 cargo +nightly miri test -p sipllm-quants --lib --test simd --test exact
     # A few fuzz inputs through every target (the whole replay takes hours under Miri).
     for only in v2. lenient-unknown; do
         MIRIFLAGS="$iso -Zmiri-env-set=SIPLLM_REPLAY_ONLY=$only" nice -n 19 cargo +nightly miri test -p sipllm-fuzzcheck --test regressions

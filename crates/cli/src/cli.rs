@@ -208,6 +208,11 @@ pub struct TensorsArgs {
     #[arg(long)]
     pub json: bool,
 
+    /// Read every listed tensor's values and print min, max, mean, standard deviation and
+    /// NaN/Inf counts (streaming; a progress bar on a terminal).
+    #[arg(long, conflicts_with = "json")]
+    pub stats: bool,
+
     /// Parsing options.
     #[command(flatten)]
     pub parse: ParseArgs,
@@ -227,13 +232,41 @@ pub struct ReadArgs {
     pub output: Option<PathBuf>,
 
     /// Only these bytes of the tensor: START..END (END exclusive; either may be left out;
-    /// decimal or 0x-hex), relative to the tensor's first byte.
+    /// decimal or 0x-hex), relative to the tensor's first byte. With `--as`, element indices
+    /// (row-major) instead.
     #[arg(long, value_name = "START..END")]
     pub range: Option<String>,
+
+    /// Write the tensor's values (dequantized, as gguf-py computes them) instead of its
+    /// stored bytes.
+    #[arg(long = "as", value_enum, value_name = "TYPE")]
+    pub as_type: Option<ValueType>,
+
+    /// Layout of the values written with `--as`: `raw` (little-endian, no header) or `npy`
+    /// (numpy's format, with the row-major shape).
+    #[arg(long, value_enum, requires = "as_type", default_value_t = ValueFormat::Raw)]
+    pub format: ValueFormat,
 
     /// Parsing options.
     #[command(flatten)]
     pub parse: ParseArgs,
+}
+
+/// Element types `sipllm read --as` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ValueType {
+    /// 32-bit IEEE floats.
+    F32,
+}
+
+/// Layouts of `sipllm read --as` output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ValueFormat {
+    /// The values alone, little-endian.
+    #[default]
+    Raw,
+    /// A `.npy` file (format 1.0): loadable with `numpy.load`, shaped as the tensor.
+    Npy,
 }
 
 /// `sipllm verify`.

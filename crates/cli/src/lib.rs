@@ -192,8 +192,9 @@ mod tests {
         ];
         // (pattern, the files that may use it, for what)
         let auxiliary: [(&str, &[&str]); 3] = [
-            // `read -o` (raw tensor bytes) and `verify --manifest` (a manifest) outputs.
-            ("File::create(", &["commands/read.rs", "commands/verify.rs"]),
+            // `read -o` (raw tensor bytes, or values with `--as`) and `verify --manifest` (a
+            // manifest) outputs.
+            ("File::create(", &["commands/read.rs", "commands/values.rs", "commands/verify.rs"]),
             // `verify --check` manifest.
             ("fs::read_to_string(", &["commands/verify.rs"]),
             // The sizes `make-toy` reports of what it wrote.

@@ -13,6 +13,7 @@
 //! | [`weight_source`] | a GGUF or `.llmw` file | opened from memory through `sipllm-streaming`, every tensor reads back exactly the input's bytes; every metadata value reads through the seam |
 //! | [`llmw_parse`] | a `.llmw` file | parses without panicking; everything decodes and satisfies `docs/llmw.md`; parse → `ModelWriter` → parse keeps the content |
 //! | [`roundtrip`] | generator entropy, and a GGUF file | a header generated from the input → `GgufWriter` → the strict parser reads back exactly what was written; a file the strict parser accepts → `GgufWriter::from_gguf` → the same content; re-writing the writer's output is the identity |
+//! | [`dequantize`] | a type, a mode, a shape, then bytes | `sipllm-quants` gives exactly the element count of values or the typed error the sizes call for; dispatched, scalar and threaded kernels agree bit for bit; blocks are independent; through the seam, `read_f32` and a block-cutting `read_f32_at` equal the slice results |
 //! | [`string_array`] | flags, then length-prefixed strings | grown into a string array long enough for the decoder's speculative fast path: every profile gives back exactly those strings, or (strict) fails at the first that is not UTF-8, with its offset and path; chunked equals whole |
 //!
 //! See `fuzz/README.md` for running them.
@@ -25,6 +26,7 @@ mod chunked;
 mod gguf;
 mod llmw;
 pub mod mutants;
+mod quants;
 mod roundtrip;
 mod stream;
 mod strings;
@@ -97,15 +99,26 @@ pub fn string_array(data: &[u8]) {
     strings::string_array(data);
 }
 
+/// Dequantizes `data` (see the table above for its layout) and checks sizes, errors and
+/// that every kernel and the seam agree.
+///
+/// # Panics
+///
+/// On a wrong result or error, or a disagreement between paths.
+pub fn dequantize(data: &[u8]) {
+    quants::dequantize_check(data);
+}
+
 /// A property check: one fuzz input in, a panic on a violation.
 pub type Check = fn(&[u8]);
 
 /// Every target, by the name of its fuzz target and its directories under `fuzz/`.
-pub const TARGETS: [(&str, Check); 6] = [
+pub const TARGETS: [(&str, Check); 7] = [
     ("parse_slice", parse_slice),
     ("chunk_independent", chunk_independent),
     ("weight_source", weight_source),
     ("llmw_parse", llmw_parse),
     ("roundtrip", roundtrip),
     ("string_array", string_array),
+    ("dequantize", dequantize),
 ];

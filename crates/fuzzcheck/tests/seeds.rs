@@ -387,7 +387,31 @@ fn all_seeds() -> Seeds {
     for (name, bytes) in string_array_made() {
         put("string_array", name, Origin::Made, bytes);
     }
+    for (name, bytes) in dequantize_made() {
+        put("dequantize", &name, Origin::Made, bytes);
+    }
     seeds
+}
+
+/// `dequantize` inputs: type byte, mode byte, two shape bytes, data. Per supported type: two
+/// blocks of patterned bytes with the exact output length, and a 3-row tensor through the
+/// seam; plus each error: a partial block, a wrong output length, an unsupported type.
+fn dequantize_made() -> Vec<(String, Vec<u8>)> {
+    let pattern = |n: usize| (0..n).map(|i| (i * 37 + 11) as u8).collect::<Vec<u8>>();
+    let mut out = Vec::new();
+    for ty in sipllm_quants::SUPPORTED {
+        let (_, size) = sipllm_quants::block_layout(ty).unwrap();
+        let code = ty.code() as u8;
+        let name = ty.name().to_ascii_lowercase();
+        out.push((format!("{name}.slice"), [&[code, 0, 0, 0][..], &pattern(2 * size)].concat()));
+        out.push((format!("{name}.seam"), [&[code, 4, 1, 3][..], &pattern(size)].concat()));
+    }
+    out.push(("q8_0.partial-block".into(), [&[8, 0, 0, 0][..], &pattern(40)].concat()));
+    out.push(("q4_k.output-one-more".into(), [&[12, 1, 0, 0][..], &pattern(144)].concat()));
+    out.push(("i32.unsupported".into(), [&[26, 0, 0, 0][..], &pattern(16)].concat()));
+    out.push(("q8_1.unsupported-seam".into(), [&[9, 4, 0, 2][..], &pattern(36)].concat()));
+    out.push(("unknown-45".into(), [&[45, 0, 0, 0][..], &pattern(8)].concat()));
+    out
 }
 
 /// `string_array` inputs: a flags byte (bit 0 big-endian, bits 1-3 filler units, bit 4 long

@@ -189,6 +189,33 @@ pub enum StreamError {
         /// Its type.
         ggml_type: GgmlType,
     },
+    /// A tensor's values cannot be computed from its bytes (unsupported type, or a size that
+    /// is not whole blocks): the dequantizer's error, unchanged.
+    #[error("tensor {tensor:?}: {source}")]
+    Dequant {
+        /// The tensor's name.
+        tensor: String,
+        /// The dequantizer's error (its code and help are kept).
+        source: sipllm_quants::DequantError,
+    },
+    /// An element range of a values read lies outside the tensor, or the destination does
+    /// not have the range's length.
+    #[error(
+        "tensor {tensor:?} has {count} elements: elements {start}..{end} into a buffer of \
+         {got} values cannot be read"
+    )]
+    ElementRange {
+        /// The tensor's name.
+        tensor: String,
+        /// First element requested.
+        start: u64,
+        /// One past the last element requested.
+        end: u64,
+        /// The tensor's element count.
+        count: u64,
+        /// The destination's length.
+        got: u64,
+    },
     /// A byte count does not fit this machine's address space (or could not be allocated).
     #[error("{what} of {bytes} bytes does not fit in memory")]
     TooLarge {
@@ -929,6 +956,8 @@ impl StreamError {
             StreamError::TensorOutOfBounds { .. } => "stream::tensor::out_of_bounds",
             StreamError::NotInSource { .. } => "stream::tensor::not_in_source",
             StreamError::UnknownSize { .. } => "stream::tensor::unknown_size",
+            StreamError::Dequant { source, .. } => source.code(),
+            StreamError::ElementRange { .. } => "stream::values::element_range",
             StreamError::TooLarge { .. } => "stream::memory::too_large",
             StreamError::Create { .. } => "stream::write::create",
             StreamError::Write { .. } => "stream::write::io",
@@ -1028,6 +1057,10 @@ impl StreamError {
             StreamError::UnknownSize { .. } => "this tensor type is newer than this reader (the \
                 lenient profile lists it anyway); its bytes can only be read with `read_raw_at` \
                 once its size is known from elsewhere."
+                .into(),
+            StreamError::Dequant { source, .. } => source.help().into(),
+            StreamError::ElementRange { .. } => "pass a range with start <= end <= the \
+                tensor's element count, and a buffer of end - start values."
                 .into(),
             StreamError::TooLarge { .. } => "the size exceeds this machine's address space or \
                 free memory; read the data in parts."
@@ -1625,6 +1658,23 @@ mod tests {
                     limit: 1024,
                 },
                 "stream::split::too_many_files",
+            ),
+            (
+                StreamError::Dequant {
+                    tensor: "t".into(),
+                    source: sipllm_quants::DequantError::UnsupportedType { ty: GgmlType::I8 },
+                },
+                "quants::unsupported_type",
+            ),
+            (
+                StreamError::ElementRange {
+                    tensor: "t".into(),
+                    start: 4,
+                    end: 2,
+                    count: 8,
+                    got: 0,
+                },
+                "stream::values::element_range",
             ),
         ];
         let mut codes: Vec<&str> = cases.iter().map(|(e, _)| e.code()).collect();

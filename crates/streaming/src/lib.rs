@@ -73,6 +73,7 @@ mod source;
 pub mod split;
 mod store;
 pub mod toy;
+mod values;
 mod window;
 pub mod write;
 
@@ -93,5 +94,6 @@ pub use sipllm_gguf::MetaStr;
 pub use source::{TensorInfo, WeightSource};
 pub use split::SplitFile;
 pub use store::TensorStore;
+pub use values::VALUES_CHUNK_BYTES;
 pub use window::{DEFAULT_WINDOW, HeaderStats};
 pub use write::{AtomicFile, GgufFileBuilder, TensorData, copy_range, write_llmw_into};

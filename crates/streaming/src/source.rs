@@ -89,6 +89,29 @@ pub trait WeightSource: Send + Sync {
     /// The size of the underlying file in bytes.
     fn file_size(&self) -> u64;
 
+    /// The whole of `tensor`'s values as f32 (dequantized as gguf-py does, bit for bit).
+    ///
+    /// Reads through [`read_raw_at`](Self::read_raw_at) in chunks of whole blocks of at most
+    /// [`VALUES_CHUNK_BYTES`](crate::VALUES_CHUNK_BYTES), so besides the returned vector it
+    /// holds one chunk, whatever the tensor's size. Types without values (integers, unknown
+    /// codes) are [`StreamError::Dequant`].
+    fn read_f32(&self, tensor: &TensorInfo) -> Result<Vec<f32>, StreamError> {
+        crate::values::read_f32(self, tensor)
+    }
+
+    /// Values `range` (element indices, row-major, `range.end` exclusive) of `tensor` into
+    /// `dst`, whose length must be the range's. A range may start and end inside a block;
+    /// only the blocks it touches are read, in bounded chunks as in
+    /// [`read_f32`](Self::read_f32).
+    fn read_f32_at(
+        &self,
+        tensor: &TensorInfo,
+        range: std::ops::Range<u64>,
+        dst: &mut [f32],
+    ) -> Result<(), StreamError> {
+        crate::values::read_f32_at(self, tensor, range, dst)
+    }
+
     /// Every metadata key, in file order.
     fn meta_keys(&self) -> Box<dyn Iterator<Item = MetaStr<'_>> + '_> {
         Box::new(self.metadata().map(|(k, _)| k))

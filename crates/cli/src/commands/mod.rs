@@ -22,6 +22,7 @@ pub mod read;
 pub mod split;
 pub mod tensors;
 pub mod validate;
+pub mod values;
 pub mod verify;
 
 /// Opens `path`, or renders why it cannot be opened to standard error and returns the exit

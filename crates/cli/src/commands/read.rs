@@ -47,6 +47,9 @@ pub fn run(args: &ReadArgs, ctx: &Ctx) -> io::Result<Exit> {
             escape::str(opened.name()),
         )));
     };
+    if let Some(as_type) = args.as_type {
+        return crate::commands::values::read(args, as_type, &opened, source, tensor, ctx);
+    }
     let nbytes = match tensor.byte_size() {
         Ok(n) => n,
         Err(e) => return Ok(report_open_error(&args.file, &e, ctx)),

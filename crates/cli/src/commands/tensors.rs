@@ -22,6 +22,9 @@ pub fn run(args: &TensorsArgs, ctx: &Ctx) -> io::Result<Exit> {
         Ok(o) => o,
         Err(exit) => return Ok(exit),
     };
+    if args.stats {
+        return crate::commands::values::stats(args, filter.as_ref(), &opened, ctx);
+    }
     let view = View::of(&opened);
     let tensors: Vec<&TensorRow<'_>> =
         view.tensors.iter().filter(|t| keep(filter.as_ref(), t.name)).collect();

@@ -13,6 +13,7 @@
 //! * `split`: `split` and `merge`, and every reading command on a split set;
 //! * `remote`: every reading command on a URL (the loopback range server), and its errors;
 //! * `terminal`: colors and binary output on a pseudo-terminal;
+//! * `values`: `read --as f32` (raw and npy) against gguf-py's values, and `tensors --stats`;
 //! * `bounds`: bounded memory and output on hostile inputs, special files, unambiguous escaping;
 //! * `peak_memory`: the peak RSS of every command over hostile inputs and real models.
 
@@ -30,3 +31,4 @@ mod safety;
 mod split;
 mod support;
 mod terminal;
+mod values;

@@ -1,0 +1,239 @@
+//! Tensor values from a tensor's stored bytes: dequantization of every ggml type gguf-py
+//! 0.19.0 dequantizes, bit-exact with it.
+//!
+//! [`dequantize`] turns whole blocks of one [`GgmlType`] into f32 values, checking that the
+//! input is a whole number of blocks and that the output holds exactly their element count.
+//! It picks the fastest kernel the CPU has at run time (AVX2 on x86_64, else the portable
+//! scalar kernels); [`dequantize_scalar`] always runs the portable ones, and the two give the
+//! same bits. [`dequantize_parallel`] splits big inputs over scoped threads.
+//!
+//! ```
+//! use sipllm_gguf::GgmlType;
+//! // One Q8_0 block: f16 scale 0.5, then 32 signed bytes.
+//! let mut block = vec![0x00, 0x38];
+//! block.extend((0..32).map(|i| i as u8));
+//! let mut out = vec![0f32; 32];
+//! sipllm_quants::dequantize(GgmlType::Q8_0, &block, &mut out)?;
+//! assert_eq!(out[3], 1.5);
+//! # Ok::<(), sipllm_quants::DequantError>(())
+//! ```
+//!
+//! The crate does no I/O and has no `unsafe` outside its `simd` module.
+#![deny(unsafe_code)]
+
+mod error;
+mod scalar;
+mod simd;
+#[allow(clippy::unreadable_literal)]
+mod tables;
+
+pub use error::DequantError;
+pub use sipllm_gguf::GgmlType;
+
+/// Every type this crate dequantizes, in ggml code order (the types gguf-py 0.19.0
+/// dequantizes).
+pub const SUPPORTED: [GgmlType; 26] = {
+    use GgmlType::*;
+    [
+        F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ2_XXS, IQ2_XS,
+        IQ3_XXS, IQ1_S, IQ4_NL, IQ3_S, IQ2_S, IQ4_XS, IQ1_M, BF16, TQ1_0, TQ2_0, MXFP4, NVFP4,
+    ]
+};
+
+/// True if [`dequantize`] accepts the type.
+pub fn is_supported(ty: GgmlType) -> bool {
+    SUPPORTED.contains(&ty)
+}
+
+/// `(elements, bytes)` per block of a supported type.
+fn block_shape(ty: GgmlType) -> Result<(usize, usize), DequantError> {
+    if !is_supported(ty) {
+        return Err(DequantError::UnsupportedType { ty });
+    }
+    match (ty.block_size(), ty.type_size()) {
+        (Some(n), Some(b)) => Ok((n as usize, b as usize)),
+        _ => Err(DequantError::UnsupportedType { ty }),
+    }
+}
+
+/// The number of values `len` bytes of `ty` hold, checked: the type must be supported and
+/// `len` a whole number of blocks.
+pub fn element_count(ty: GgmlType, len: usize) -> Result<usize, DequantError> {
+    let (n, b) = block_shape(ty)?;
+    if !len.is_multiple_of(b) {
+        return Err(DequantError::PartialBlock { ty, len, type_size: b });
+    }
+    // At most 8 values per stored byte (IQ1_S), so this cannot overflow for a real slice;
+    // checked anyway.
+    (len / b).checked_mul(n).ok_or(DequantError::OutputLength {
+        ty,
+        blocks: len / b,
+        expected: usize::MAX,
+        actual: 0,
+    })
+}
+
+/// Elements and bytes per block of a supported type: `None` for the others.
+pub fn block_layout(ty: GgmlType) -> Option<(usize, usize)> {
+    block_shape(ty).ok()
+}
+
+fn check(ty: GgmlType, src: &[u8], dst: &[f32]) -> Result<(), DequantError> {
+    let expected = element_count(ty, src.len())?;
+    if dst.len() != expected {
+        let (_, b) = block_shape(ty)?;
+        return Err(DequantError::OutputLength {
+            ty,
+            blocks: src.len() / b,
+            expected,
+            actual: dst.len(),
+        });
+    }
+    Ok(())
+}
+
+/// Dequantizes whole blocks of `ty` from `src` into `dst`, with the fastest kernel this CPU
+/// has. `dst.len()` must be exactly [`element_count`]`(ty, src.len())`.
+pub fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<(), DequantError> {
+    check(ty, src, dst)?;
+    run_fastest(ty, src, dst);
+    Ok(())
+}
+
+/// [`dequantize`] with the portable kernels only (the reference the SIMD kernels are tested
+/// against).
+pub fn dequantize_scalar(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<(), DequantError> {
+    check(ty, src, dst)?;
+    run_scalar(ty, src, dst);
+    Ok(())
+}
+
+/// Below this many input bytes per thread, [`dequantize_parallel`] stays on one thread
+/// (starting a thread costs about as much as dequantizing a few hundred KiB).
+pub const PARALLEL_MIN_BYTES_PER_THREAD: usize = 1 << 20;
+
+/// [`dequantize`] over up to `threads` scoped threads (0 = the machine's parallelism), each
+/// taking a contiguous run of whole blocks. Inputs under
+/// [`PARALLEL_MIN_BYTES_PER_THREAD`] per thread use fewer threads, down to the calling one.
+/// The output is the same as [`dequantize`]'s, bit for bit.
+pub fn dequantize_parallel(
+    ty: GgmlType,
+    src: &[u8],
+    dst: &mut [f32],
+    threads: usize,
+) -> Result<(), DequantError> {
+    check(ty, src, dst)?;
+    let (n, b) = block_shape(ty)?;
+    let threads = if threads == 0 {
+        std::thread::available_parallelism().map_or(1, usize::from)
+    } else {
+        threads
+    };
+    let blocks = src.len() / b;
+    let threads = threads.min(src.len() / PARALLEL_MIN_BYTES_PER_THREAD).max(1);
+    if threads == 1 {
+        return dequantize(ty, src, dst);
+    }
+    let per = blocks.div_ceil(threads);
+    std::thread::scope(|scope| {
+        let mut jobs = src.chunks(per * b).zip(dst.chunks_mut(per * n));
+        let first = jobs.next();
+        for (s, d) in jobs {
+            scope.spawn(move || run_fastest(ty, s, d));
+        }
+        if let Some((s, d)) = first {
+            run_fastest(ty, s, d);
+        }
+    });
+    Ok(())
+}
+
+/// The SIMD kernel if the CPU has one for `ty`, else the portable one, for a checked pair.
+fn run_fastest(ty: GgmlType, src: &[u8], dst: &mut [f32]) {
+    if !simd::dequantize(ty, src, dst) {
+        run_scalar(ty, src, dst);
+    }
+}
+
+/// The portable kernels, for a checked `(src, dst)` pair.
+fn run_scalar(ty: GgmlType, src: &[u8], dst: &mut [f32]) {
+    use scalar::*;
+    match ty {
+        GgmlType::F32 => scalar::f32(src, dst),
+        GgmlType::F16 => scalar::f16(src, dst),
+        GgmlType::BF16 => bf16(src, dst),
+        GgmlType::Q4_0 => blocks(src, dst, q4_0),
+        GgmlType::Q4_1 => blocks(src, dst, q4_1),
+        GgmlType::Q5_0 => blocks(src, dst, q5_0),
+        GgmlType::Q5_1 => blocks(src, dst, q5_1),
+        GgmlType::Q8_0 => blocks(src, dst, q8_0),
+        GgmlType::Q2_K => blocks(src, dst, q2_k),
+        GgmlType::Q3_K => blocks(src, dst, q3_k),
+        GgmlType::Q4_K => blocks(src, dst, q4_k),
+        GgmlType::Q5_K => blocks(src, dst, q5_k),
+        GgmlType::Q6_K => blocks(src, dst, q6_k),
+        GgmlType::TQ1_0 => blocks(src, dst, tq1_0),
+        GgmlType::TQ2_0 => blocks(src, dst, tq2_0),
+        GgmlType::MXFP4 => blocks(src, dst, mxfp4),
+        GgmlType::NVFP4 => blocks(src, dst, nvfp4),
+        GgmlType::IQ2_XXS => blocks(src, dst, iq2_xxs),
+        GgmlType::IQ2_XS => blocks(src, dst, iq2_xs),
+        GgmlType::IQ2_S => blocks(src, dst, iq2_s),
+        GgmlType::IQ3_XXS => blocks(src, dst, iq3_xxs),
+        GgmlType::IQ3_S => blocks(src, dst, iq3_s),
+        GgmlType::IQ1_S => blocks(src, dst, iq1_s),
+        GgmlType::IQ1_M => blocks(src, dst, iq1_m),
+        GgmlType::IQ4_NL => blocks(src, dst, iq4_nl),
+        GgmlType::IQ4_XS => blocks(src, dst, iq4_xs),
+        // `check` admitted only supported types.
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_checked() {
+        let mut out = vec![0f32; 32];
+        assert_eq!(dequantize(GgmlType::Q8_0, &[0u8; 34], &mut out), Ok(()));
+        let e = dequantize(GgmlType::Q8_0, &[0u8; 33], &mut out).unwrap_err();
+        assert_eq!(e.code(), "quants::partial_block");
+        assert_eq!(e, DequantError::PartialBlock { ty: GgmlType::Q8_0, len: 33, type_size: 34 });
+        let e = dequantize(GgmlType::Q8_0, &[0u8; 68], &mut out).unwrap_err();
+        assert_eq!(
+            e,
+            DequantError::OutputLength { ty: GgmlType::Q8_0, blocks: 2, expected: 64, actual: 32 }
+        );
+        assert_eq!(e.code(), "quants::output_length");
+    }
+
+    #[test]
+    fn unsupported_types_are_refused() {
+        let mut out = vec![0f32; 256];
+        for ty in [
+            GgmlType::Q8_1,
+            GgmlType::Q8_K,
+            GgmlType::I8,
+            GgmlType::I32,
+            GgmlType::F64,
+            GgmlType::Q1_0,
+            GgmlType::Removed(4),
+            GgmlType::Unknown(99),
+        ] {
+            let e = dequantize(ty, &[0u8; 8], &mut out).unwrap_err();
+            assert_eq!(e, DequantError::UnsupportedType { ty });
+            assert_eq!(e.code(), "quants::unsupported_type");
+            assert!(!e.help().is_empty());
+        }
+        assert_eq!(SUPPORTED.iter().filter(|t| t.is_known()).count(), 26);
+    }
+
+    #[test]
+    fn empty_input_is_zero_values() {
+        for ty in SUPPORTED {
+            assert_eq!(dequantize(ty, &[], &mut []), Ok(()), "{ty}");
+        }
+    }
+}

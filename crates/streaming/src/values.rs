@@ -1,0 +1,144 @@
+//! Tensor values: [`WeightSource::read_f32`] and [`WeightSource::read_f32_at`], streaming
+//! whole blocks through `read_raw_at` and dequantizing them with `sipllm-quants`.
+
+use std::ops::Range;
+
+use sipllm_quants::DequantError;
+
+use crate::error::StreamError;
+use crate::source::{TensorInfo, WeightSource};
+
+/// The most raw bytes a values read holds at once (a whole number of blocks at most this
+/// long). 8 MiB keeps a read's working set small while each chunk is still large enough to be
+/// split over two threads by `sipllm_quants::dequantize_parallel`.
+pub const VALUES_CHUNK_BYTES: usize = 8 << 20;
+
+fn dequant(tensor: &TensorInfo, source: DequantError) -> StreamError {
+    StreamError::Dequant { tensor: tensor.name.clone(), source }
+}
+
+/// `(elements, bytes)` per block of the tensor's type, or why it has no values.
+fn layout(tensor: &TensorInfo) -> Result<(u64, u64), StreamError> {
+    let ty = tensor.ggml_type;
+    let (n, b) = sipllm_quants::block_layout(ty)
+        .ok_or_else(|| dequant(tensor, DequantError::UnsupportedType { ty }))?;
+    Ok((n as u64, b as u64))
+}
+
+pub(crate) fn read_f32<S: WeightSource + ?Sized>(
+    src: &S,
+    tensor: &TensorInfo,
+) -> Result<Vec<f32>, StreamError> {
+    layout(tensor)?;
+    let count = element_count(tensor)?;
+    let len =
+        usize::try_from(count).ok().filter(|n| n.checked_mul(4).is_some()).ok_or_else(|| {
+            StreamError::TooLarge {
+                what: format!("the values of tensor {:?}", tensor.name),
+                bytes: count.saturating_mul(4),
+            }
+        })?;
+    let mut out = Vec::new();
+    out.try_reserve_exact(len).map_err(|_| StreamError::TooLarge {
+        what: format!("the values of tensor {:?}", tensor.name),
+        bytes: count.saturating_mul(4),
+    })?;
+    out.resize(len, 0.0);
+    read_f32_at(src, tensor, 0..count, &mut out)?;
+    Ok(out)
+}
+
+fn element_count(tensor: &TensorInfo) -> Result<u64, StreamError> {
+    tensor.element_count().ok_or_else(|| StreamError::TooLarge {
+        what: format!("the values of tensor {:?}", tensor.name),
+        bytes: u64::MAX,
+    })
+}
+
+pub(crate) fn read_f32_at<S: WeightSource + ?Sized>(
+    src: &S,
+    tensor: &TensorInfo,
+    range: Range<u64>,
+    dst: &mut [f32],
+) -> Result<(), StreamError> {
+    let (bn, bb) = layout(tensor)?;
+    let count = element_count(tensor)?;
+    let bad = || StreamError::ElementRange {
+        tensor: tensor.name.clone(),
+        start: range.start,
+        end: range.end,
+        count,
+        got: dst.len() as u64,
+    };
+    if range.start > range.end || range.end > count || dst.len() as u64 != range.end - range.start {
+        return Err(bad());
+    }
+    // The stored size must be the element count's whole blocks, or the values are not the
+    // bytes' (a directory the parser accepted always agrees; a hand-built TensorInfo may not).
+    let nbytes = tensor.byte_size()?;
+    if count % bn != 0 || (count / bn).checked_mul(bb) != Some(nbytes) {
+        return Err(dequant(
+            tensor,
+            DequantError::PartialBlock {
+                ty: tensor.ggml_type,
+                len: usize::try_from(nbytes).unwrap_or(usize::MAX),
+                type_size: bb as usize,
+            },
+        ));
+    }
+    if range.is_empty() {
+        return Ok(());
+    }
+    let first_block = range.start / bn;
+    let end_block = range.end.div_ceil(bn);
+    let per_chunk = (VALUES_CHUNK_BYTES as u64 / bb).max(1);
+    let mut raw = vec![0u8; (per_chunk.min(end_block - first_block) * bb) as usize];
+    // Values of a partial first or last block.
+    let mut scratch = vec![0f32; bn as usize];
+    let mut written = 0usize;
+    let mut block = first_block;
+    while block < end_block {
+        let k = per_chunk.min(end_block - block);
+        let bytes = &mut raw[..(k * bb) as usize];
+        let offset = tensor
+            .abs_offset
+            .checked_add(block * bb)
+            .ok_or_else(|| StreamError::TooLarge { what: "an offset".into(), bytes: u64::MAX })?;
+        src.read_raw_at(offset, bytes)?;
+        // Element range of this chunk, clipped to the request.
+        let chunk_start = block * bn;
+        let lo = range.start.max(chunk_start);
+        let hi = range.end.min((block + k) * bn);
+        let mut b = 0u64;
+        while b < k {
+            let blk_start = chunk_start + b * bn;
+            // A run of whole blocks, all inside the range, straight into `dst`.
+            let whole_from = b;
+            while b < k && chunk_start + b * bn >= lo && chunk_start + (b + 1) * bn <= hi {
+                b += 1;
+            }
+            if b > whole_from {
+                let n = ((b - whole_from) * bn) as usize;
+                let s = &bytes[(whole_from * bb) as usize..(b * bb) as usize];
+                let d = &mut dst[written..written + n];
+                sipllm_quants::dequantize_parallel(tensor.ggml_type, s, d, 0)
+                    .map_err(|e| dequant(tensor, e))?;
+                written += n;
+                continue;
+            }
+            // A block the range only partly covers.
+            let s = &bytes[(b * bb) as usize..((b + 1) * bb) as usize];
+            sipllm_quants::dequantize(tensor.ggml_type, s, &mut scratch)
+                .map_err(|e| dequant(tensor, e))?;
+            let from = (lo.max(blk_start) - blk_start) as usize;
+            let to = (hi.min(blk_start + bn) - blk_start) as usize;
+            let n = to - from;
+            dst[written..written + n].copy_from_slice(&scratch[from..to]);
+            written += n;
+            b += 1;
+        }
+        block += k;
+    }
+    debug_assert_eq!(written, dst.len());
+    Ok(())
+}
