@@ -9,7 +9,7 @@
 //! A FILE that is a URL (`http://`, `https://`, `hf://OWNER/REPO/PATH[@REVISION]`, and with
 //! the `object-store` feature `s3://`, `gs://`, `az://`) opens through `sipllm-remote`
 //! instead ([`open_remote`]): the same [`Model`] over range requests, so every reading
-//! command works on it unchanged. Commands that write from a model ([`open_with_file`])
+//! command works on it unchanged. Commands that write from a model ([`open_locked`])
 //! fetch a remote one into an unnamed temporary file first: they copy every tensor byte
 //! anyway.
 
