@@ -18,6 +18,7 @@ pub mod edit;
 pub mod inspect;
 pub mod make_toy;
 pub mod merge;
+pub mod range;
 pub mod read;
 pub mod split;
 pub mod tensors;

@@ -12,7 +12,7 @@ use sipllm_gguf::Endian;
 use sipllm_streaming::{StreamError, TensorInfo, WeightSource};
 
 use crate::cli::{ReadArgs, TensorsArgs, ValueFormat, ValueType};
-use crate::commands::read::parse_range;
+use crate::commands::range::parse_range;
 use crate::commands::{keep, report_open_error, usage_error};
 use crate::glob::Glob;
 use crate::open::Opened;
