@@ -415,7 +415,8 @@ fn dequantize_made() -> Vec<(String, Vec<u8>)> {
 }
 
 /// `string_array` inputs: a flags byte (bit 0 big-endian, bits 1-3 filler units, bit 4 long
-/// enough for the helper thread), then strings as a length byte and the bytes.
+/// enough to span many of the fast path's 64 KiB windows), then strings as a length byte and
+/// the bytes.
 fn string_array_made() -> Vec<(&'static str, Vec<u8>)> {
     let input = |flags: u8, strings: &[&[u8]]| {
         let mut out = vec![flags];
@@ -451,8 +452,8 @@ fn string_array_made() -> Vec<(&'static str, Vec<u8>)> {
             "length-completes-first-char.be",
             input(1, &[b"ok", &[&[0xA9][..], &[b'x'; 194]].concat()]),
         ),
-        // Long arrays, validated by the whole-slice parse's helper thread: mixed widths and
-        // long strings, and an invalid string after 7 filler units.
+        // Long arrays, across many of the fast path's windows: mixed widths and long strings,
+        // and an invalid string after 7 filler units.
         ("helper-vocab.le", input(0x10, around_127)),
         ("helper-vocab.be", input(0x11, vocab)),
         ("helper-invalid-late.le", input(0x1E, &[b"ok", &l130, b"ab\xE2\x82", b"fine"])),
