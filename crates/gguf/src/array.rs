@@ -83,6 +83,36 @@ impl PendingArray {
         path
     }
 
+    /// The truncation path had the input ended at `at` (at or after `pos`, where this array
+    /// stands) with the bytes in between never read: what [`eof_path`](Self::eof_path) gives
+    /// after a read to `at`, which consumes every whole fixed-width element before `at` (a
+    /// fixed-width array asks for all the bytes it lacks at once). `None` when a read would
+    /// judge those bytes: a strict profile's bool elements.
+    pub(crate) fn eof_path_at(
+        &self,
+        buf: &[u8],
+        pos: u64,
+        at: u64,
+        profile: Profile,
+    ) -> Option<Path> {
+        let mut path = kv_path(buf, self.index, Some(self.key));
+        let last = self.frames.len().saturating_sub(1);
+        for (d, f) in self.frames.iter().enumerate() {
+            let mut next = f.next;
+            if d == last
+                && let Some(size) = f.elem_type.fixed_size()
+            {
+                if f.elem_type == ValueType::Bool && profile == Profile::Strict {
+                    return None;
+                }
+                let whole = at.saturating_sub(pos) / (size as u64).max(1);
+                next = next.saturating_add(whole).min(f.len);
+            }
+            path.push(PathSeg::Element(next));
+        }
+        Some(path)
+    }
+
     /// The path of the innermost element being read, `extra` elements on.
     fn element_path(&self, buf: &[u8], extra: u64) -> Path {
         let mut path = kv_path(buf, self.index, Some(self.key));

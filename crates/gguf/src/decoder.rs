@@ -249,6 +249,20 @@ impl Decoder {
         Error::new(ErrorKind::UnexpectedEof { needed }, buf.len() as u64, 0, path)
     }
 
+    /// The truncation error [`end_of_input`](Self::end_of_input) would give had `buf` been
+    /// extended with the input's bytes up to its end at `at` and the item still lacked
+    /// `needed` bytes, computed without those bytes: a reader that knows the input's size
+    /// judges an item that cannot fit now instead of buffering the rest of the input first.
+    /// `None` when a read would judge the bytes in between (a strict profile's bool array):
+    /// then only reading them gives the same error.
+    pub fn end_of_input_at(&self, buf: &[u8], at: u64, needed: u64) -> Option<Error> {
+        let path = match &self.state {
+            State::Array(p) => p.eof_path_at(buf, self.pos, at, self.opts.profile)?,
+            _ => self.end_of_input(buf).path().clone(),
+        };
+        Some(Error::new(ErrorKind::UnexpectedEof { needed }, at, 0, path))
+    }
+
     /// The decoded directory. Only after [`Event::Done`].
     pub fn finish(self) -> Result<Directory, Error> {
         let State::Done = self.state else {

@@ -39,8 +39,9 @@ pub(crate) trait ChunkDecoder {
 
     /// The truncation error [`end_of_input`](Self::end_of_input) would give had the input
     /// been read up to its end at `at` and still lacked `needed` bytes: the same kind, offset
-    /// and path, without buffering the bytes in between.
-    fn end_of_input_at(&self, buf: &[u8], at: u64, needed: u64) -> Self::Error;
+    /// and path, without buffering the bytes in between. `None` when only reading those bytes
+    /// gives that error (the parser would judge them).
+    fn end_of_input_at(&self, buf: &[u8], at: u64, needed: u64) -> Option<Self::Error>;
 
     /// Wraps the parser's error, keeping it intact.
     fn wrap(path: Option<&Path>, err: Self::Error) -> StreamError;
@@ -61,9 +62,8 @@ impl ChunkDecoder for sipllm_gguf::Decoder {
         sipllm_gguf::Decoder::end_of_input(self, buf)
     }
 
-    fn end_of_input_at(&self, buf: &[u8], at: u64, needed: u64) -> sipllm_gguf::Error {
-        let path = sipllm_gguf::Decoder::end_of_input(self, buf).path().clone();
-        sipllm_gguf::Error::new(sipllm_gguf::ErrorKind::UnexpectedEof { needed }, at, 0, path)
+    fn end_of_input_at(&self, buf: &[u8], at: u64, needed: u64) -> Option<sipllm_gguf::Error> {
+        sipllm_gguf::Decoder::end_of_input_at(self, buf, at, needed)
     }
 
     fn wrap(path: Option<&Path>, err: sipllm_gguf::Error) -> StreamError {
@@ -86,9 +86,11 @@ impl ChunkDecoder for sipllm_llmw::Decoder {
         sipllm_llmw::Decoder::end_of_input(self, buf)
     }
 
-    fn end_of_input_at(&self, buf: &[u8], at: u64, needed: u64) -> sipllm_llmw::Error {
+    fn end_of_input_at(&self, buf: &[u8], at: u64, needed: u64) -> Option<sipllm_llmw::Error> {
+        // Every pending `.llmw` item asks for exactly its own missing bytes (a string array,
+        // for its current element), so a read to `at` would stop where this one stands.
         let path = sipllm_llmw::Decoder::end_of_input(self, buf).path().clone();
-        sipllm_llmw::Error::new(sipllm_llmw::ErrorKind::UnexpectedEof { needed }, at, 0, path)
+        Some(sipllm_llmw::Error::new(sipllm_llmw::ErrorKind::UnexpectedEof { needed }, at, 0, path))
     }
 
     fn wrap(path: Option<&Path>, err: sipllm_llmw::Error) -> StreamError {
@@ -153,9 +155,11 @@ pub(crate) fn fill<D: ChunkDecoder>(
         // would give — instead of after buffering the rest of the source (a corrupted string
         // length within the llama-cpp profile's 1 GiB limit buffered 251 MB of a real model).
         let want = have.saturating_add(needed);
-        if have < file_size && want > file_size {
-            let missing = want - file_size;
-            return Err(D::wrap(path, decoder.end_of_input_at(&buf, file_size, missing)));
+        if have < file_size
+            && want > file_size
+            && let Some(e) = decoder.end_of_input_at(&buf, file_size, want - file_size)
+        {
+            return Err(D::wrap(path, e));
         }
         let end = have.saturating_add(needed.max(window)).min(file_size);
         if end <= have {
