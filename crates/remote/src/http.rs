@@ -485,14 +485,7 @@ impl HttpSource {
 
 impl ReadAt for HttpSource {
     fn read_exact_at(&self, offset: u64, dst: &mut [u8]) -> io::Result<()> {
-        let len = dst.len() as u64;
-        match offset.checked_add(len) {
-            Some(end) if end <= self.len => {}
-            _ => {
-                let missing = len.min(offset.saturating_add(len).saturating_sub(self.len));
-                return Err(ShortRead { offset, len, missing }.into_io());
-            }
-        }
+        ShortRead::check(offset, dst.len() as u64, self.len).map_err(ShortRead::into_io)?;
         if dst.is_empty() {
             return Ok(());
         }

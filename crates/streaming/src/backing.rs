@@ -109,6 +109,19 @@ pub struct ShortRead {
 }
 
 impl ShortRead {
+    /// Checks that `len` bytes at `offset` lie inside a source of `size` bytes: `Ok` when they
+    /// do, else the `ShortRead` saying how many are missing (a [`ReadAt`] whose size is known
+    /// up front refuses such a read before it asks for anything).
+    pub fn check(offset: u64, len: u64, size: u64) -> Result<(), ShortRead> {
+        match offset.checked_add(len) {
+            Some(end) if end <= size => Ok(()),
+            _ => {
+                let missing = len.min(offset.saturating_add(len).saturating_sub(size));
+                Err(ShortRead { offset, len, missing })
+            }
+        }
+    }
+
     /// Wraps this in an [`io::Error`] of kind [`io::ErrorKind::UnexpectedEof`].
     pub fn into_io(self) -> io::Error {
         io::Error::new(io::ErrorKind::UnexpectedEof, self)
