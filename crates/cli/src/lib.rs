@@ -194,7 +194,7 @@ mod tests {
         let auxiliary: [(&str, &[&str]); 3] = [
             // `read -o` (raw tensor bytes, or values with `--as`) and `verify --manifest` (a
             // manifest) outputs.
-            ("File::create(", &["commands/read.rs", "commands/values.rs", "commands/verify.rs"]),
+            ("File::create(", &["commands/mod.rs", "commands/verify.rs"]),
             // `verify --check` manifest.
             ("fs::read_to_string(", &["commands/verify.rs"]),
             // The sizes `make-toy` reports of what it wrote.

@@ -1,6 +1,7 @@
 //! One module per command, and what they share: opening a file (or reporting why it cannot be
 //! opened) and compiling `--filter`.
 
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -79,6 +80,14 @@ pub fn refuse_input_as_output(
         }
     }
     Ok(())
+}
+
+/// Creates `read -o`'s output file (raw bytes or values), or reports why it cannot be created
+/// (exit code 2). The caller has refused an output that is its input first.
+pub fn create_output(path: &Path) -> Result<File, Exit> {
+    File::create(path).map_err(|e| {
+        usage_error(&format!("cannot create {}: {e}", escape::str(&path.display().to_string())))
+    })
 }
 
 /// Compiles `--filter`, or reports the bad pattern on standard error (exit code 2).

@@ -2,7 +2,6 @@
 //! byte range of them, copied through a bounded buffer to a file or a pipe (never to a
 //! terminal).
 
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
@@ -10,7 +9,9 @@ use sipllm_streaming::WeightSource;
 
 use crate::cli::ReadArgs;
 use crate::commands::range::parse_range;
-use crate::commands::{open_or_report, refuse_input_as_output, report_open_error, usage_error};
+use crate::commands::{
+    create_output, open_or_report, refuse_input_as_output, report_open_error, usage_error,
+};
 use crate::render::escape;
 use crate::{Ctx, Exit};
 
@@ -63,14 +64,9 @@ pub fn run(args: &ReadArgs, ctx: &Ctx) -> io::Result<Exit> {
     opened.prefetch_range(start, range.end - range.start);
     match &args.output {
         Some(path) if path != Path::new("-") => {
-            let file = match File::create(path) {
+            let file = match create_output(path) {
                 Ok(f) => f,
-                Err(e) => {
-                    return Ok(usage_error(&format!(
-                        "cannot create {}: {e}",
-                        escape::str(&path.display().to_string())
-                    )));
-                }
+                Err(exit) => return Ok(exit),
             };
             let mut out = BufWriter::new(file);
             match copy(source, start, range.end - range.start, &mut out, &args.file, ctx) {

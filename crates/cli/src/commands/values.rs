@@ -2,7 +2,6 @@
 //! `sipllm tensors --stats`. Both stream a tensor's values in bounded chunks through the
 //! seam's `read_f32_at`, so memory stays at one chunk whatever the tensor's size.
 
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::ops::Range;
 use std::path::Path;
@@ -13,7 +12,7 @@ use sipllm_streaming::{StreamError, TensorInfo, WeightSource};
 
 use crate::cli::{ReadArgs, TensorsArgs, ValueFormat, ValueType};
 use crate::commands::range::parse_range;
-use crate::commands::{keep, report_open_error, usage_error};
+use crate::commands::{create_output, keep, report_open_error, usage_error};
 use crate::glob::Glob;
 use crate::open::Opened;
 use crate::render::escape;
@@ -69,14 +68,9 @@ pub fn read(
     };
     match &args.output {
         Some(path) if path != Path::new("-") => {
-            let file = match File::create(path) {
+            let file = match create_output(path) {
                 Ok(f) => f,
-                Err(e) => {
-                    return Ok(usage_error(&format!(
-                        "cannot create {}: {e}",
-                        escape::str(&path.display().to_string())
-                    )));
-                }
+                Err(exit) => return Ok(exit),
             };
             let mut out = BufWriter::with_capacity(1 << 20, file);
             match write(&mut out).and_then(|exit| out.flush().map(|()| exit)) {
