@@ -2,7 +2,7 @@
 //!
 //! [`open_file`] opens through the streaming crate's [`Model`] — `sipllm_streaming::open_model`
 //! without the boxing, so the parsed header stays reachable: it sniffs the magic, parses a GGUF
-//! (`GgufFile`) or `.llmw` file (`ModelFile`) through the refilling window, and checks every
+//! (`GgufFile`) or `.llmw` file (`LlmwFile`) through the refilling window, and checks every
 //! tensor lies inside the file. [`Opened`] gives the commands the [`WeightSource`] they read
 //! tensors through, plus the parsed header each format's inspection needs.
 //!

@@ -6,7 +6,7 @@
 
 use smallvec::SmallVec;
 
-use sipllm_gguf::{ArrayView, GgmlType, MetaValue, ValueType};
+use sipllm_gguf::{GgmlType, MetaValue, ValueType, value::ArrayView};
 use sipllm_llmw::{Numbers, StrArray};
 
 use sipllm_gguf::Gguf;
@@ -206,7 +206,7 @@ impl TensorRow<'_> {
 
     /// Number of elements, `None` on overflow.
     pub fn elements(&self) -> Option<u64> {
-        sipllm_gguf::tensor_element_count(&self.ne).ok()
+        sipllm_gguf::ggml::tensor_element_count(&self.ne).ok()
     }
 }
 

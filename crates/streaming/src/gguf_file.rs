@@ -16,7 +16,7 @@ use crate::window::{self, HeaderStats};
 /// Reads and parses the header and tensor directory at the start of `source`.
 ///
 /// Drives the parser's chunk-fed [`Decoder`] over one growing buffer (the refilling window
-/// [`ModelFile`](crate::ModelFile) shares): each time it needs more bytes, one read of
+/// [`LlmwFile`](crate::LlmwFile) shares): each time it needs more bytes, one read of
 /// `max(window, needed)` bytes (never past the end of the source) is appended. Opening thus
 /// reads the header, directory and padding plus at most one window, in O(header / window)
 /// reads. The buffer grows geometrically by 1.25× (`try_reserve_exact`), so

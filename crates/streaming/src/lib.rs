@@ -8,7 +8,7 @@
 //!   format from the first 4 bytes (never the name); [`Model`] is the same with the format's
 //!   details reachable, [`open_model_from`] / [`Model::from_source`] the same over any
 //!   [`ReadAt`].
-//! * [`GgufFile`] implements the seam for GGUF and [`ModelFile`] for `.llmw`: [`read_header`]
+//! * [`GgufFile`] implements the seam for GGUF and [`LlmwFile`] for `.llmw`: [`read_header`]
 //!   and [`read_llmw_header`] drive each parser's chunk-fed decoder through one shared
 //!   refilling window (one read per 64 KiB, never one per field, never the whole file), and
 //!   every tensor is checked to lie inside the file at open.
@@ -31,7 +31,7 @@
 //!
 //! ```
 //! use sipllm_gguf::GgmlType;
-//! use sipllm_gguf::builder::{GgufBuilder, Value};
+//! use sipllm_testkit::{GgufBuilder, Value};
 //! use sipllm_streaming::{GgufFile, MemSource, OpenOptions, WeightSource};
 //!
 //! let bytes = GgufBuilder::new()
@@ -84,13 +84,13 @@ pub use in_place::{
     HeaderBackup, InPlaceStats, RecoverStats, rewrite_header_in_place, rewrite_header_locked,
 };
 pub use input::read_capped;
-pub use llmw_file::{ModelFile, read_llmw_header};
+pub use llmw_file::{LlmwFile, read_llmw_header};
 pub use meta::{FloatIter, FloatList, IntIter, IntList, Meta, MetaKind, StrIter, StrList};
 pub use model::{Format, Model, open_model, open_model_from};
 pub use options::OpenOptions;
 /// The string type of the metadata view (the parser's own: stored bytes, UTF-8 unless parsed
 /// leniently).
-pub use sipllm_gguf::MetaStr;
+pub use sipllm_gguf::value::MetaStr;
 pub use source::{TensorInfo, WeightSource};
 pub use split::SplitFile;
 pub use store::TensorStore;

@@ -42,7 +42,9 @@ use std::path::{Path, PathBuf};
 
 use clap::ArgMatches;
 use sipllm_gguf::writer::Value;
-use sipllm_gguf::{GgmlType, Gguf, GgufWriter, Limits, PADDING_KEY, ValueType, WriteError};
+use sipllm_gguf::{
+    GgmlType, Gguf, Limits, ValueType, writer::GgufWriter, writer::PADDING_KEY, writer::WriteError,
+};
 use sipllm_streaming::identity;
 use sipllm_streaming::in_place::{self, BackupDefect, HeaderBackup, rewrite_header_locked};
 use sipllm_streaming::lock::ExclusiveLock;
@@ -377,13 +379,13 @@ pub fn apply(
             Edit::Delete { key } => {
                 if key == "general.alignment"
                     && let Mode::InPlace { alignment } = mode
-                    && alignment != sipllm_gguf::DEFAULT_ALIGNMENT
+                    && alignment != sipllm_gguf::decoder::DEFAULT_ALIGNMENT
                 {
                     return Err(format!(
                         "deleting general.alignment would change the alignment from {alignment} \
                          to {}, which moves every tensor's data; in place only the header is \
                          rewritten. Use -o OUT to write a new file",
-                        sipllm_gguf::DEFAULT_ALIGNMENT
+                        sipllm_gguf::decoder::DEFAULT_ALIGNMENT
                     ));
                 }
                 if !writer.remove(key.as_bytes()) {
@@ -544,7 +546,7 @@ pub struct Planned {
 fn plan_tensors(
     writer: &GgufWriter<'_>,
     source: &Gguf<Vec<u8>>,
-    layout: &sipllm_gguf::Layout,
+    layout: &sipllm_gguf::writer::Layout,
 ) -> Vec<Planned> {
     writer
         .tensors()
@@ -1079,8 +1081,8 @@ fn recover(path: &Path) -> io::Result<Exit> {
 #[allow(clippy::single_range_in_vec_init)] // runs of bytes, one on purpose
 mod tests {
     use super::*;
-    use sipllm_gguf::builder::{GgufBuilder, Value as B};
     use sipllm_streaming::in_place::{BLOCK, changed_runs};
+    use sipllm_testkit::{GgufBuilder, Value as B};
 
     /// An edit near the start of a large header touches a block or two: the padding pair goes
     /// right after the edited pair, not after the vocabulary.
