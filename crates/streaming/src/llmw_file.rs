@@ -7,6 +7,7 @@ use sipllm_llmw::{Decoder, Llmw};
 use crate::MetaStr;
 use crate::backing::{FileBacking, ReadAt};
 use crate::error::StreamError;
+use crate::header_bytes::HeaderBytes;
 use crate::meta::Meta;
 use crate::options::OpenOptions;
 use crate::source::{TensorInfo, WeightSource};
@@ -26,7 +27,7 @@ pub fn read_llmw_header(
     source: &dyn ReadAt,
     path: Option<&Path>,
     options: &OpenOptions,
-) -> Result<(Llmw<Vec<u8>>, HeaderStats), StreamError> {
+) -> Result<(Llmw<HeaderBytes>, HeaderStats), StreamError> {
     let mut decoder = Decoder::new(options.llmw.with_file_size(Some(source.len())));
     let filled = window::fill(&mut decoder, source, path, options.window)?;
     let dir = decoder.finish().map_err(|e| StreamError::parse_llmw(path, e))?;
@@ -45,7 +46,7 @@ pub fn read_llmw_header(
 /// wrapping the parser's views into the header buffer.
 #[derive(Debug)]
 pub struct LlmwFile {
-    llmw: Llmw<Vec<u8>>,
+    llmw: Llmw<HeaderBytes>,
     store: TensorStore,
     stats: HeaderStats,
 }
@@ -90,7 +91,7 @@ impl LlmwFile {
     }
 
     fn assemble(
-        (llmw, stats): (Llmw<Vec<u8>>, HeaderStats),
+        (llmw, stats): (Llmw<HeaderBytes>, HeaderStats),
         source: Box<dyn ReadAt>,
         path: Option<PathBuf>,
         options: &OpenOptions,
@@ -111,7 +112,7 @@ impl LlmwFile {
 
     /// The parsed header: the `.llmw` parser's AST over the header bytes (version, every value
     /// as stored, the directory's spans).
-    pub fn llmw(&self) -> &Llmw<Vec<u8>> {
+    pub fn llmw(&self) -> &Llmw<HeaderBytes> {
         &self.llmw
     }
 
