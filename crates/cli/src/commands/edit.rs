@@ -45,6 +45,7 @@ use sipllm_gguf::writer::Value;
 use sipllm_gguf::{
     GgmlType, Gguf, Limits, ValueType, writer::GgufWriter, writer::PADDING_KEY, writer::WriteError,
 };
+use sipllm_streaming::HeaderBytes;
 use sipllm_streaming::identity;
 use sipllm_streaming::in_place::{self, BackupDefect, HeaderBackup, rewrite_header_locked};
 use sipllm_streaming::lock::ExclusiveLock;
@@ -545,7 +546,7 @@ pub struct Planned {
 
 fn plan_tensors(
     writer: &GgufWriter<'_>,
-    source: &Gguf<Vec<u8>>,
+    source: &Gguf<HeaderBytes>,
     layout: &sipllm_gguf::writer::Layout,
 ) -> Vec<Planned> {
     writer
@@ -982,7 +983,10 @@ fn rewrite_header(
 /// directory ended (so, with [`place_padding`], every byte after the edits stays where it was)
 /// when a padding pair can do that; otherwise at the source's data offset (absorbing its
 /// alignment padding). Returns the padding pair's size (0: none).
-fn fit_in_place(writer: &mut GgufWriter<'_>, source: &Gguf<Vec<u8>>) -> Result<u64, WriteError> {
+fn fit_in_place(
+    writer: &mut GgufWriter<'_>,
+    source: &Gguf<impl AsRef<[u8]>>,
+) -> Result<u64, WriteError> {
     let dir_end = source.directory().directory_end();
     let data_offset = source.data_offset();
     if dir_end < data_offset {
@@ -1004,7 +1008,7 @@ fn fit_in_place(writer: &mut GgufWriter<'_>, source: &Gguf<Vec<u8>>) -> Result<u
 /// and must be backed up and rewritten — are only those between the first edit and the
 /// padding, not the whole vocabulary after it. (Where it goes does not change the header's
 /// length.)
-fn place_padding(writer: &mut GgufWriter<'_>, source: &Gguf<Vec<u8>>) {
+fn place_padding(writer: &mut GgufWriter<'_>, source: &Gguf<impl AsRef<[u8]>>) {
     let pad = PADDING_KEY.as_bytes();
     let old: Vec<(&[u8], Value<'_>)> = source
         .metadata()
