@@ -8,7 +8,7 @@
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use sipllm_gguf::{Error, Kind, Warning};
+use sipllm_gguf::{Error, error::Kind, Warning};
 use sipllm_streaming::StreamError;
 
 pyo3::create_exception!(
@@ -32,7 +32,7 @@ pub(crate) struct Diag {
 }
 
 impl Diag {
-    fn finding<K: Kind>(severity: &'static str, f: &sipllm_gguf::Finding<K>) -> Diag {
+    fn finding<K: Kind>(severity: &'static str, f: &sipllm_gguf::error::Finding<K>) -> Diag {
         Diag {
             severity,
             code: f.code(),

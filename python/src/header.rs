@@ -11,6 +11,7 @@ use std::path::Path;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sipllm_gguf::{Endian, Gguf, ParseOptions, Profile, ValueType, WarningKind};
+use sipllm_streaming::HeaderBytes;
 use sipllm_streaming::{Backend, FileBacking, OpenOptions, StreamError};
 
 use crate::errors::{Diag, gguf_error, stream_error};
@@ -35,11 +36,11 @@ const GGUF_PY_READS: [&str; 9] = [
 #[pyclass(frozen, module = "sipllm_gguf._native")]
 #[derive(Debug)]
 pub(crate) struct Header {
-    gguf: Gguf<Vec<u8>>,
+    gguf: Gguf<HeaderBytes>,
     file_size: u64,
 }
 
-fn header_of(path: &str, options: &OpenOptions) -> Result<(Gguf<Vec<u8>>, u64), StreamError> {
+fn header_of(path: &str, options: &OpenOptions) -> Result<(Gguf<HeaderBytes>, u64), StreamError> {
     let backing = FileBacking::open(path, Backend::Pread)?;
     let (gguf, _) = sipllm_streaming::read_header(&backing, Some(Path::new(path)), options)?;
     Ok((gguf, backing.len()))
@@ -227,7 +228,7 @@ impl Header {
 impl Header {
     /// The string array at `index`: the address of the header bytes, the strings, and the
     /// absolute end of the array.
-    fn string_array(&self, index: usize) -> PyResult<(usize, sipllm_gguf::Strings<'_>, u64)> {
+    fn string_array(&self, index: usize) -> PyResult<(usize, sipllm_gguf::value::Strings<'_>, u64)> {
         let kv = self.gguf.directory().kvs().get(index).ok_or_else(bad_index)?;
         let strings = self
             .gguf

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
-use sipllm_gguf::{ArrayView, Endian, Gguf, MetaValue, ParseOptions, Profile, ValueType};
+use sipllm_gguf::{value::ArrayView, Endian, Gguf, MetaValue, ParseOptions, Profile, ValueType};
+use sipllm_streaming::HeaderBytes;
 use sipllm_streaming::{Meta, OpenOptions, StreamError, WeightSource};
 
 use crate::errors::{Diag, stream_error};
@@ -50,7 +51,7 @@ pub(crate) fn open(py: Python<'_>, path: &str, profile: &str) -> PyResult<Model>
 type FindingRow = (&'static str, &'static str, Option<u64>, u64, String, String, String);
 
 fn warnings_of(model: &sipllm_streaming::Model) -> Vec<FindingRow> {
-    let gguf_warnings = |g: &Gguf<Vec<u8>>| -> Vec<FindingRow> {
+    let gguf_warnings = |g: &Gguf<HeaderBytes>| -> Vec<FindingRow> {
         g.warnings().iter().map(|w| Diag::from_warning(w).into_tuple()).collect()
     };
     match model {
@@ -168,7 +169,7 @@ fn bytes_of<T: Copy>(values: impl Iterator<Item = T>, to: impl Fn(T) -> [u8; 8])
 }
 
 impl Model {
-    fn gguf(&self) -> Option<&Gguf<Vec<u8>>> {
+    fn gguf(&self) -> Option<&Gguf<HeaderBytes>> {
         match &*self.inner {
             sipllm_streaming::Model::Gguf(f) => Some(f.gguf()),
             sipllm_streaming::Model::Split(set) => Some(set.first().gguf()),

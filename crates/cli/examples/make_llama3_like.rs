@@ -1,7 +1,7 @@
 //! Writes the Llama-3-8B-shaped GGUF used to time `sipllm` (docs/cli.md, "Performance"):
 //! `cargo run --release -p sipllm-cli --example make_llama3_like -- OUT [VOCAB_DIV]`.
 //!
-//! The header is `sipllm_gguf::builder::llama3` (the same content as
+//! The header is `sipllm_testkit::llama3` (the same content as
 //! `shared/bench/make_llama3_like.py`: 128,256 tokens, 280,147 merges, 291 Q4_K_M tensor
 //! infos); the tensor data is a sparse hole (`set_len`), ~4.9 GB apparent, a few MB on disk.
 
@@ -9,8 +9,8 @@ use std::fs::File;
 use std::io::Write;
 use std::process::ExitCode;
 
-use sipllm_gguf::builder::llama3;
-use sipllm_gguf::{GgmlType, align_up, tensor_nbytes};
+use sipllm_gguf::{GgmlType, ggml::align_up, ggml::tensor_nbytes};
+use sipllm_testkit::llama3;
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);

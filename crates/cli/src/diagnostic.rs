@@ -72,7 +72,10 @@ impl Finding {
     }
 
     /// A parser's finding (either format's): its logical path escaped, its byte range.
-    fn parsed<K: sipllm_gguf::Kind>(severity: Severity, f: &sipllm_gguf::Finding<K>) -> Finding {
+    fn parsed<K: sipllm_gguf::error::Kind>(
+        severity: Severity,
+        f: &sipllm_gguf::error::Finding<K>,
+    ) -> Finding {
         Finding {
             severity,
             code: f.code(),

@@ -2,7 +2,7 @@
 //!
 //! [`open_file`] opens through the streaming crate's [`Model`] — `sipllm_streaming::open_model`
 //! without the boxing, so the parsed header stays reachable: it sniffs the magic, parses a GGUF
-//! (`GgufFile`) or `.llmw` file (`ModelFile`) through the refilling window, and checks every
+//! (`GgufFile`) or `.llmw` file (`LlmwFile`) through the refilling window, and checks every
 //! tensor lies inside the file. [`Opened`] gives the commands the [`WeightSource`] they read
 //! tensors through, plus the parsed header each format's inspection needs.
 //!
@@ -25,6 +25,7 @@ use sipllm_remote::{HttpOptions, RemoteError, RemoteUrl};
 
 use sipllm_gguf::{Gguf, ParseOptions, Profile};
 use sipllm_llmw::Llmw;
+use sipllm_streaming::HeaderBytes;
 use sipllm_streaming::{
     Backend, FileBacking, MemSource, Model, OpenOptions, SplitFile, StreamError, WeightSource,
     lock, read_header,
@@ -68,7 +69,7 @@ enum Parsed {
     Model(Box<Model>),
     /// A GGUF whose tensor data is not all inside the file, parsed by the lenient profile:
     /// the header can be inspected but no tensor can be read.
-    GgufHeaderOnly(Box<Gguf<Vec<u8>>>),
+    GgufHeaderOnly(Box<Gguf<HeaderBytes>>),
 }
 
 impl fmt::Debug for Opened {
@@ -108,7 +109,7 @@ impl Opened {
     }
 
     /// The parsed GGUF header, for GGUF files.
-    pub fn gguf(&self) -> Option<&Gguf<Vec<u8>>> {
+    pub fn gguf(&self) -> Option<&Gguf<HeaderBytes>> {
         match &self.parsed {
             Parsed::Model(m) => m.gguf().map(|f| f.gguf()),
             Parsed::GgufHeaderOnly(g) => Some(g),
@@ -137,7 +138,7 @@ impl Opened {
     }
 
     /// The parsed `.llmw` header, for `.llmw` files.
-    pub fn llmw(&self) -> Option<&Llmw<Vec<u8>>> {
+    pub fn llmw(&self) -> Option<&Llmw<HeaderBytes>> {
         match &self.parsed {
             Parsed::Model(m) => m.llmw().map(|f| f.llmw()),
             Parsed::GgufHeaderOnly(_) => None,

@@ -6,10 +6,11 @@
 
 use smallvec::SmallVec;
 
-use sipllm_gguf::{ArrayView, GgmlType, MetaValue, ValueType};
+use sipllm_gguf::{GgmlType, MetaValue, ValueType, value::ArrayView};
 use sipllm_llmw::{Numbers, StrArray};
 
 use sipllm_gguf::Gguf;
+use sipllm_streaming::HeaderBytes;
 use sipllm_streaming::SplitFile;
 
 use crate::open::{Format, Opened};
@@ -206,7 +207,7 @@ impl TensorRow<'_> {
 
     /// Number of elements, `None` on overflow.
     pub fn elements(&self) -> Option<u64> {
-        sipllm_gguf::tensor_element_count(&self.ne).ok()
+        sipllm_gguf::ggml::tensor_element_count(&self.ne).ok()
     }
 }
 
@@ -352,7 +353,7 @@ impl<'a> View<'a> {
     /// One GGUF header's summary and metadata, beside the tensors, warnings and counts of
     /// the file or set it heads.
     fn of_gguf(
-        g: &'a Gguf<Vec<u8>>,
+        g: &'a Gguf<HeaderBytes>,
         file_size: u64,
         tensor_count: u64,
         tensors: Vec<TensorRow<'a>>,
@@ -419,7 +420,7 @@ fn endian_name(e: sipllm_gguf::Endian) -> &'static str {
 /// A GGUF header's tensors as rows, indexed from `first_index` (for a set: after the earlier
 /// shards' tensors), tagged with `shard`.
 fn gguf_tensors<'a>(
-    g: &'a Gguf<Vec<u8>>,
+    g: &'a Gguf<HeaderBytes>,
     shard: Option<usize>,
     first_index: usize,
 ) -> impl Iterator<Item = TensorRow<'a>> + 'a {
@@ -436,7 +437,10 @@ fn gguf_tensors<'a>(
 }
 
 /// A GGUF header's warnings as rows, tagged with `shard`.
-fn gguf_warnings(g: &Gguf<Vec<u8>>, shard: Option<usize>) -> impl Iterator<Item = WarningRow> + '_ {
+fn gguf_warnings(
+    g: &Gguf<HeaderBytes>,
+    shard: Option<usize>,
+) -> impl Iterator<Item = WarningRow> + '_ {
     g.warnings().iter().map(move |w| WarningRow {
         code: w.code(),
         offset: w.offset(),

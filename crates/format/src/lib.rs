@@ -10,8 +10,24 @@
 //! * [`HeaderDecoder`]: the chunk-fed decoder contract, with [`decode_slice`], the whole-slice
 //!   driver.
 //!
-//! Each format crate (`sipllm-gguf`, `sipllm-llmw`) re-exports what its users need, so nothing
-//! outside them has to name this crate. No I/O, no `unsafe`.
+//! Each format crate (`sipllm-gguf`, `sipllm-llmw`) re-exports what its users need, so an
+//! embedder rarely names this crate: it reads files through those (or `sipllm-streaming`).
+//! No I/O, no `unsafe`.
+//!
+//! What an embedder meets of it is the shape of every finding, whichever format it came from:
+//!
+//! ```
+//! use sipllm_format::{Path, PathSeg, Span};
+//!
+//! let path = Path::root()
+//!     .with(PathSeg::Metadata { index: 12, key: Some("tokenizer.ggml.tokens".into()) })
+//!     .with(PathSeg::Element(5031));
+//! assert_eq!(path.to_string(), r#"metadata[12] "tokenizer.ggml.tokens"[5031]"#);
+//!
+//! let span = Span::new(24, 8); // absolute offset and length
+//! assert_eq!(span.end(), 32);
+//! assert_eq!(span.slice(b"too short"), None); // never an out-of-bounds slice
+//! ```
 
 #![forbid(unsafe_code)]
 #![deny(rustdoc::broken_intra_doc_links)]

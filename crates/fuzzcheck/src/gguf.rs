@@ -1,8 +1,9 @@
 //! The `parse_slice` property: parse a GGUF in every profile, then walk and check everything.
 
 use sipllm_gguf::{
-    ArrayView, DEFAULT_ALIGNMENT, Directory, Element, Endian, Error, Gguf, Limits, MetaValue,
-    ParseOptions, Profile, Span, ValueType, Warning, align_up, tensor_element_count, tensor_nbytes,
+    Directory, Endian, Error, Gguf, Limits, MetaValue, ParseOptions, Profile, ValueType, Warning,
+    ast::Span, decoder::DEFAULT_ALIGNMENT, ggml::align_up, ggml::tensor_element_count,
+    ggml::tensor_nbytes, value::ArrayView, value::Element,
 };
 
 use crate::text::{assert_code, assert_in_input, assert_safe_text, assert_subslice};
@@ -360,7 +361,7 @@ fn check_value(
     data: &[u8],
     value: MetaValue<'_>,
     span: Span,
-    head: Option<sipllm_gguf::ArrayHead>,
+    head: Option<sipllm_gguf::ast::ArrayHead>,
     opts: &ParseOptions,
 ) {
     let limits = opts.limits;

@@ -11,7 +11,7 @@
 //! | [`parse_slice`] | a GGUF file | parses in every profile (and with tight limits) without panicking; everything reachable from the AST decodes and satisfies the documented invariants; the profiles agree where `docs/parser.md` says they must |
 //! | [`chunk_independent`] | a chunk schedule, then a file | the chunked GGUF and `.llmw` decoders give exactly the whole-slice result, keeping the decoder contract at every call |
 //! | [`weight_source`] | a GGUF or `.llmw` file | opened from memory through `sipllm-streaming`, every tensor reads back exactly the input's bytes; every metadata value reads through the seam |
-//! | [`llmw_parse`] | a `.llmw` file | parses without panicking; everything decodes and satisfies `docs/llmw.md`; parse → `ModelWriter` → parse keeps the content |
+//! | [`llmw_parse`] | a `.llmw` file | parses without panicking; everything decodes and satisfies `docs/llmw.md`; parse → `LlmwWriter` → parse keeps the content |
 //! | [`roundtrip`] | generator entropy, and a GGUF file | a header generated from the input → `GgufWriter` → the strict parser reads back exactly what was written; a file the strict parser accepts → `GgufWriter::from_gguf` → the same content; re-writing the writer's output is the identity |
 //! | [`dequantize`] | a type, a mode, a shape, then bytes | `sipllm-quants` gives exactly the element count of values or the typed error the sizes call for; dispatched, scalar and threaded kernels agree bit for bit; blocks are independent; through the seam, `read_f32` and a block-cutting `read_f32_at` equal the slice results |
 //! | [`string_array`] | flags, then length-prefixed strings | grown into a string array long enough for the decoder's speculative fast path: every profile gives back exactly those strings, or (strict) fails at the first that is not UTF-8, with its offset and path; chunked equals whole |
@@ -69,7 +69,7 @@ pub fn weight_source(data: &[u8]) {
 }
 
 /// Parses `data` as a `.llmw` file under every option set ([`llmw_option_sets`]), walks
-/// everything, and re-writes a file that parsed through `ModelWriter`.
+/// everything, and re-writes a file that parsed through `LlmwWriter`.
 ///
 /// # Panics
 ///

@@ -1,8 +1,8 @@
 //! The `llmw_parse` property: parse a `.llmw` file, walk and check everything, and re-write
-//! what parsed through `ModelWriter` (parse → write → parse gives the same content).
+//! what parsed through `LlmwWriter` (parse → write → parse gives the same content).
 
-use sipllm_gguf::{align_up, tensor_element_count, tensor_nbytes};
-use sipllm_llmw::{ALIGNMENT, Error, Limits, Llmw, MetaType, MetaValue, ModelWriter, ParseOptions};
+use sipllm_gguf::{ggml::align_up, ggml::tensor_element_count, ggml::tensor_nbytes};
+use sipllm_llmw::{ALIGNMENT, Error, Limits, Llmw, LlmwWriter, MetaType, MetaValue, ParseOptions};
 
 use crate::text::{assert_code, assert_in_input, assert_safe_text, assert_subslice};
 
@@ -254,7 +254,7 @@ impl Bits for f64 {
     }
 }
 
-/// Parse → write → parse: `ModelWriter` re-writes what parsed (in the oldest version that
+/// Parse → write → parse: `LlmwWriter` re-writes what parsed (in the oldest version that
 /// holds it, packed), and the re-parsed file has the same entries, tensors and data; a second
 /// re-write is byte-identical (the writer's output is canonical).
 fn rewrite(data: &[u8], f: &Llmw<&[u8]>) {
@@ -297,7 +297,7 @@ fn rewrite(data: &[u8], f: &Llmw<&[u8]>) {
 }
 
 fn write_copy(target: &str, f: &Llmw<&[u8]>) -> Vec<u8> {
-    let mut w = ModelWriter::new();
+    let mut w = LlmwWriter::new();
     for e in f.metadata() {
         let r = match e.value {
             MetaValue::I64(v) => w.add_meta_i64(e.key, v),

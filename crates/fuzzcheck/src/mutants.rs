@@ -10,8 +10,8 @@
 //! keys into `general.alignment` (whole, or up to a NUL byte), put NUL bytes into keys and
 //! tensor names, and copy one tensor's name onto another.
 
-use sipllm_gguf::builder::{GgufBuilder, Tensor, Value};
 use sipllm_gguf::{Endian, Limits, ParseOptions, Profile};
+use sipllm_testkit::{GgufBuilder, Tensor, Value};
 
 /// One input: a name saying how it was made, and its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,9 +2,9 @@
 //! `read_f32` / `read_f32_at`.
 
 use sipllm_gguf::GgmlType;
-use sipllm_gguf::builder::{GgufBuilder, Tensor};
 use sipllm_quants::{DequantError, dequantize, dequantize_parallel, dequantize_scalar};
 use sipllm_streaming::{GgufFile, MemSource, OpenOptions, WeightSource};
+use sipllm_testkit::{GgufBuilder, Tensor};
 
 fn bits(v: &[f32]) -> Vec<u32> {
     v.iter().map(|x| x.to_bits()).collect()
@@ -73,7 +73,7 @@ fn seam(ty: GgmlType, s0: u8, s1: u8, fill: &[u8]) {
     let Some(block) = ty.block_size() else { return };
     let ne0 = block * (1 + u64::from(s0 % 4));
     let rows = u64::from(s1 % 8);
-    let Ok(nbytes) = sipllm_gguf::tensor_nbytes(ty, &[ne0, rows]) else { return };
+    let Ok(nbytes) = sipllm_gguf::ggml::tensor_nbytes(ty, &[ne0, rows]) else { return };
     let bytes: Vec<u8> = if fill.is_empty() {
         vec![0; nbytes as usize]
     } else {

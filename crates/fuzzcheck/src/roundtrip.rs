@@ -14,7 +14,9 @@
 use std::borrow::Cow;
 
 use sipllm_gguf::writer::{GgufWriter, TensorDesc, Value};
-use sipllm_gguf::{ArrayView, Endian, GgmlType, Gguf, MetaValue, ParseOptions, Profile, ValueType};
+use sipllm_gguf::{
+    Endian, GgmlType, Gguf, MetaValue, ParseOptions, Profile, ValueType, value::ArrayView,
+};
 
 /// Largest file the structured mode writes, and the re-write mode re-writes.
 const MAX_FILE: u64 = 1 << 20;
@@ -138,7 +140,7 @@ fn structured(data: &[u8]) {
             dims.push(if j == 0 { block * extent } else { extent });
         }
         let name = format!("t{i}.{}", e.name_text(6)).into_bytes();
-        let Ok(nbytes) = sipllm_gguf::tensor_nbytes(ty, &dims) else {
+        let Ok(nbytes) = sipllm_gguf::ggml::tensor_nbytes(ty, &dims) else {
             panic!("{target}: the generator made an unsized tensor {ty} {dims:?}");
         };
         let seed = e.u8();

@@ -9,10 +9,11 @@
 //! strings themselves, and `std::str::from_utf8` on each. With a flag the array is grown to
 //! [`LONG_ELEMENTS`], past several of the fast path's 64 KiB windows.
 
-use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_gguf::{
-    Directory, Endian, Error, ErrorKind, ParseOptions, PathSeg, Profile, StrField, ValueType,
+    Directory, Endian, Error, ErrorKind, ParseOptions, Profile, ValueType, error::PathSeg,
+    error::StrField,
 };
+use sipllm_testkit::{GgufBuilder, Value};
 
 use crate::Schedule;
 use crate::chunked::decode_gguf_chunked;

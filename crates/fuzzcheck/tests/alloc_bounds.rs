@@ -149,7 +149,7 @@ fn measure(what: &str, bytes: &[u8], figures: &mut Figures) {
 /// as many as fit (each pair or tensor info becomes an AST entry and an index slot), and a
 /// lenient file with a warning per pair.
 fn dense_inputs() -> Vec<(String, Vec<u8>)> {
-    use sipllm_gguf::builder::{GgufBuilder, Tensor, Value};
+    use sipllm_testkit::{GgufBuilder, Tensor, Value};
     let count = 20_000;
     let mut kvs = GgufBuilder::new();
     let mut bools = GgufBuilder::new();
@@ -174,7 +174,7 @@ fn dense_inputs() -> Vec<(String, Vec<u8>)> {
             (0..count).map(|_| Value::array(sipllm_gguf::ValueType::Uint8, vec![])).collect(),
         ),
     );
-    let mut llmw = sipllm_llmw::ModelWriter::new();
+    let mut llmw = sipllm_llmw::LlmwWriter::new();
     for i in 0..count {
         llmw.add_meta_i64(&format!("{i:x}"), 0).unwrap();
     }

@@ -1,7 +1,7 @@
 //! The seed corpora in `fuzz/seeds/<target>/`, made reproducibly.
 //!
 //! `SIPLLM_WRITE_SEEDS=1 cargo test -p sipllm-fuzzcheck --test seeds` (re)writes them: files
-//! made with the GGUF test builder and the `.llmw` `ModelWriter` (valid files of every shape,
+//! made with the GGUF test builder and the `.llmw` `LlmwWriter` (valid files of every shape,
 //! and one malformed file per common mistake so the fuzzer starts on the error paths), the
 //! bundled sample, and the first 4 KiB of a few `../shared/corpus` files. Without the variable
 //! the test checks that the committed seeds are exactly what this file makes.
@@ -13,9 +13,9 @@ use std::fs;
 use std::path::Path;
 
 use sipllm_fuzzcheck::Schedule;
-use sipllm_gguf::builder::{GgufBuilder, Tensor, Value};
 use sipllm_gguf::{Endian, GgmlType, ValueType};
-use sipllm_llmw::ModelWriter;
+use sipllm_llmw::LlmwWriter;
+use sipllm_testkit::{GgufBuilder, Tensor, Value};
 
 use support::{files_in, fuzz_dir, say_skipped, shared_dir};
 
@@ -267,12 +267,12 @@ fn gguf_made() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-/// `.llmw` files: valid ones from `ModelWriter`, and byte-patched copies.
+/// `.llmw` files: valid ones from `LlmwWriter`, and byte-patched copies.
 fn llmw_made() -> Vec<(&'static str, Vec<u8>)> {
     let f32_data: Vec<u8> = (0..48).collect();
     let q8_data = vec![7u8; 34 * 2];
     let f16_data = vec![1u8; 2 * 2 * 2 * 2 * 2];
-    let mut w = ModelWriter::new();
+    let mut w = LlmwWriter::new();
     w.add_meta_str("general.architecture", "toy").unwrap();
     w.add_meta_i64("toy.context_length", -128).unwrap();
     w.add_meta_f64("toy.rope_theta", f64::NAN).unwrap();
@@ -281,7 +281,7 @@ fn llmw_made() -> Vec<(&'static str, Vec<u8>)> {
     let v1 = w.to_vec().unwrap();
 
     let vocab: Vec<String> = (0..40).map(|i| format!("tok{i}")).collect();
-    let mut w = ModelWriter::new();
+    let mut w = LlmwWriter::new();
     w.add_meta_str("general.architecture", "toy").unwrap();
     w.add_meta_strs("tokenizer.tokens", &vocab).unwrap();
     w.add_meta_i64s("toy.layers", [1, -2, i64::MAX]).unwrap();
@@ -292,7 +292,7 @@ fn llmw_made() -> Vec<(&'static str, Vec<u8>)> {
     w.add_tensor("blk.0.norm", GgmlType::F16, &[2, 2, 2, 2], &f16_data).unwrap();
     let v2 = w.to_vec().unwrap();
 
-    let mut meta_only = ModelWriter::new();
+    let mut meta_only = LlmwWriter::new();
     meta_only.add_meta_i64s("x", [1]).unwrap();
     let meta_only = meta_only.to_vec().unwrap();
 
@@ -308,7 +308,7 @@ fn llmw_made() -> Vec<(&'static str, Vec<u8>)> {
     vec![
         ("v1.llmw", v1.clone()),
         ("v2.llmw", v2.clone()),
-        ("empty.llmw", ModelWriter::new().to_vec().unwrap()),
+        ("empty.llmw", LlmwWriter::new().to_vec().unwrap()),
         ("meta-only.llmw", meta_only),
         ("truncated-header.llmw", v2[..v2.len() / 3].to_vec()),
         ("truncated-data.llmw", v2[..v2.len() - 3].to_vec()),

@@ -6,8 +6,8 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use sipllm_gguf::builder::llama3;
 use sipllm_gguf::{Decoder, Event, MetaValue, ParseOptions, Profile, ValueType};
+use sipllm_testkit::llama3;
 
 /// The header bytes and padding up to the data section (what a reader must parse).
 fn llama3_header(vocab_div: usize) -> Vec<u8> {

@@ -5,7 +5,7 @@
 //! `scripts/gguf_py_twins.py OUT_PREFIX` then checks that the reference reader (gguf-py)
 //! reads both identically: the cross-check of the writer's big-endian output.
 
-use sipllm_gguf::{Endian, GgmlType, GgufWriter};
+use sipllm_gguf::{Endian, GgmlType, writer::GgufWriter};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);

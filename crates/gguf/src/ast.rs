@@ -65,7 +65,11 @@ impl MetaKv {
     }
 }
 
-/// One tensor info, as parsed, with its derived byte size and absolute offset.
+/// One tensor info, as parsed, with its derived byte size and absolute offset: the parser's
+/// record, spans into the header bytes (dims in GGUF order, [`shape`](Self::shape) row-major).
+///
+/// The format-neutral record a weight source hands out (owned name, row-major shape, GGUF and
+/// `.llmw` alike) is `sipllm_streaming::TensorInfo`, built from this one at open.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TensorInfo {
     pub(crate) span: Span,

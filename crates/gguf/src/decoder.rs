@@ -1,6 +1,6 @@
-//! The sans-I/O decoder: the state machine that runs the grammar ([`crate::grammar`]) one
+//! The sans-I/O decoder: the state machine that runs the grammar (`grammar.rs`) one
 //! record at a time over the bytes received so far, applies the profile's rules
-//! ([`crate::rules`]) between fields, and commits each finished record to the directory.
+//! (`rules.rs`) between fields, and commits each finished record to the directory.
 //!
 //! States: `Header` → `Kv` (one pair per call; an array value moves to `Array` until its
 //! last element has arrived) → `Tensor` (one info per call) → `Padding` → `Done`. A call
@@ -12,7 +12,10 @@ use nom::Parser;
 
 use sipllm_format::got;
 use sipllm_format::grammar::{lift, offset_in, span_in};
-use sipllm_format::{DecoderEvent, HeaderDecoder, NameIndex};
+// The contract every chunk-fed header decoder implements (what a generic driver such as the
+// streaming crate's refilling window programs against).
+use sipllm_format::NameIndex;
+pub use sipllm_format::{DecoderEvent, HeaderDecoder};
 
 use crate::array::PendingArray;
 use crate::ast::{ArrayHead, Directory, MetaKv, Span, TensorInfo};

@@ -509,7 +509,7 @@ pub enum WarningKind {
     /// An empty tensor name.
     #[error("empty tensor name")]
     EmptyTensorName,
-    /// More warnings than [`MAX_WARNINGS`](crate::MAX_WARNINGS); the rest were dropped.
+    /// More warnings than [`MAX_WARNINGS`](crate::decoder::MAX_WARNINGS); the rest were dropped.
     #[error("{count} further warning(s) not recorded")]
     Suppressed {
         /// Warnings dropped.

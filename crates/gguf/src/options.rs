@@ -141,8 +141,8 @@ impl ParseOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builder::{GgufBuilder, Value};
     use crate::{Error, ErrorKind, Gguf, parse_with};
+    use sipllm_testkit::{GgufBuilder, Value};
 
     /// A `UINT8` array pair's raw value: declaring `count` elements, `present` of them there.
     fn u8_array(count: u64, present: usize) -> Value {

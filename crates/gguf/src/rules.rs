@@ -27,7 +27,7 @@
 use sipllm_format::NameIndex;
 use smallvec::SmallVec;
 
-use crate::Span;
+use crate::ast::Span;
 use crate::error::{Error, ErrorKind, Path, PathSeg, StrField, Warning, WarningKind};
 use crate::ggml::{self, GgmlType, SizeError};
 use crate::grammar::{Encoding, RawVersion, array_len_limit, ne};

@@ -33,6 +33,7 @@ use crate::header::Endian;
 use crate::value::{ArrayView, MetaValue, ValueType};
 
 /// A value to write: a scalar, a string, or an array (owned, or borrowed from a parsed file).
+/// The writer's input only; what a parse gives back is [`MetaValue`].
 #[derive(Debug, Clone, PartialEq)]
 #[allow(missing_docs)]
 pub enum Value<'a> {
@@ -349,7 +350,7 @@ impl<'a> GgufWriter<'a> {
     /// 32.
     pub fn alignment(&self) -> Result<u32, WriteError> {
         match self.get(b"general.alignment") {
-            None => Ok(crate::DEFAULT_ALIGNMENT),
+            None => Ok(crate::decoder::DEFAULT_ALIGNMENT),
             Some(Value::Uint32(a)) if a.is_power_of_two() => Ok(*a),
             Some(_) => Err(WriteError::BadAlignment),
         }
@@ -359,7 +360,7 @@ impl<'a> GgufWriter<'a> {
         if !matches!(self.version, 2 | 3) {
             return Err(WriteError::Version(self.version));
         }
-        let mut keys = crate::NameIndex::new();
+        let mut keys = sipllm_format::NameIndex::new();
         for (i, (key, value)) in self.kvs.iter().enumerate() {
             let resolve = |j: u32| self.kvs.get(j as usize).map_or(&[][..], |(k, _)| k.as_ref());
             if keys.find(key, resolve).is_some() {
@@ -369,7 +370,7 @@ impl<'a> GgufWriter<'a> {
             check_array(key, value)?;
         }
         self.alignment()?;
-        let mut names = crate::NameIndex::new();
+        let mut names = sipllm_format::NameIndex::new();
         for (i, t) in self.tensors.iter().enumerate() {
             let resolve =
                 |j: u32| self.tensors.get(j as usize).map_or(&[][..], |t| t.name.as_ref());

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
-use sipllm_gguf::{ArrayView, ErrorKind, Gguf, MetaValue, ParseOptions, Profile, ValueType};
+use sipllm_gguf::{ErrorKind, Gguf, MetaValue, ParseOptions, Profile, ValueType, value::ArrayView};
 
 fn shared_corpus() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");

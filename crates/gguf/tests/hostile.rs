@@ -18,11 +18,11 @@ use std::collections::BTreeSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::rc::Rc;
 
-use sipllm_gguf::builder::{GgufBuilder, Tensor, Value, pattern};
 use sipllm_gguf::{
     Decoder, Endian, Error, ErrorKind, Event, GgmlType, Gguf, Limits, MetaValue, ParseOptions,
-    Profile, StrField, ValueType, Warning, WarningKind, align_up, parse_with,
+    Profile, ValueType, Warning, WarningKind, error::StrField, ggml::align_up, parse_with,
 };
+use sipllm_testkit::{GgufBuilder, Tensor, Value, pattern};
 
 mod support {
     pub(crate) mod count_alloc;
@@ -3398,7 +3398,7 @@ fn warn_cases() -> Vec<(&'static str, Profile, Vec<u8>, Expected)> {
 fn warning_suppressed() {
     let extra = 10;
     let mut b = GgufBuilder::new();
-    for _ in 0..sipllm_gguf::MAX_WARNINGS + extra {
+    for _ in 0..sipllm_gguf::decoder::MAX_WARNINGS + extra {
         // Each empty key is an empty_key warning and (after the first) a duplicate_key one.
         b = b.kv("", Value::Uint8(0));
     }
@@ -3406,10 +3406,10 @@ fn warning_suppressed() {
     let opts = ParseOptions::new(Profile::Lenient).with_file_size(Some(bytes.len() as u64));
     let gguf = sipllm_gguf::parse_with(&bytes[..], &opts).unwrap();
     let warnings = gguf.warnings();
-    assert_eq!(warnings.len(), sipllm_gguf::MAX_WARNINGS + 1);
+    assert_eq!(warnings.len(), sipllm_gguf::decoder::MAX_WARNINGS + 1);
     let last = warnings.last().unwrap();
-    let total = 2 * (sipllm_gguf::MAX_WARNINGS + extra) - 1;
-    let count = (total - sipllm_gguf::MAX_WARNINGS) as u64;
+    let total = 2 * (sipllm_gguf::decoder::MAX_WARNINGS + extra) - 1;
+    let count = (total - sipllm_gguf::decoder::MAX_WARNINGS) as u64;
     assert_eq!(*last.kind(), WarningKind::Suppressed { count });
     assert_eq!(last.code(), "gguf::limits::warnings_suppressed");
     assert_eq!(last.offset(), bytes.len() as u64, "at the end of the directory");
@@ -3606,7 +3606,7 @@ fn public_helpers_check_instead_of_asserting() {
     assert_eq!(align_up(u64::MAX, 1), Some(u64::MAX));
     assert_eq!(align_up(u64::MAX - 3, 8), None);
     // Sizes of anything: errors, not panics or wrapped values.
-    use sipllm_gguf::{SizeError, tensor_element_count, tensor_nbytes};
+    use sipllm_gguf::{ggml::SizeError, ggml::tensor_element_count, ggml::tensor_nbytes};
     assert_eq!(
         tensor_nbytes(GgmlType::from_code(u32::MAX), &[1]),
         Err(SizeError::UnsizedType(GgmlType::Unknown(u32::MAX)))
@@ -3617,7 +3617,7 @@ fn public_helpers_check_instead_of_asserting() {
     assert_eq!(GgmlType::from_code(u32::MAX).to_string(), "unknown type 4294967295");
     assert_eq!(ValueType::from_code(u32::MAX), None);
     // Spans past the end of the bytes, or past u64::MAX.
-    let s = sipllm_gguf::Span { offset: u64::MAX, len: 5 };
+    let s = sipllm_gguf::ast::Span { offset: u64::MAX, len: 5 };
     assert_eq!((s.end(), s.slice(b"abc")), (u64::MAX, None));
 }
 

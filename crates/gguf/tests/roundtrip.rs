@@ -5,8 +5,8 @@ mod arbitrary;
 
 use arbitrary::{arb_file, same_value};
 use proptest::prelude::*;
-use sipllm_gguf::builder::Value;
-use sipllm_gguf::{GgmlType, ParseOptions, align_up, tensor_nbytes};
+use sipllm_gguf::{GgmlType, ParseOptions, ggml::align_up, ggml::tensor_nbytes};
+use sipllm_testkit::Value;
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
@@ -39,7 +39,7 @@ proptest! {
             // The pattern data the builder wrote is where the directory says it is.
             let start = t.info.abs_offset() as usize;
             let data = &bytes[start..start + t.info.nbytes().unwrap() as usize];
-            let pattern = sipllm_gguf::builder::pattern(t.index, data.len() as u64);
+            let pattern = sipllm_testkit::pattern(t.index, data.len() as u64);
             prop_assert_eq!(data, pattern.as_slice());
         }
         prop_assert!(gguf.warnings().is_empty(), "{:?}", gguf.warnings());

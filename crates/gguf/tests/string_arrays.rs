@@ -7,11 +7,11 @@ mod arbitrary;
 
 use arbitrary::decode_chunked;
 use proptest::prelude::*;
-use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_gguf::{
-    Directory, Endian, Error, ErrorKind, ParseOptions, PathSeg, Profile, StrField, ValueType,
-    parse_with,
+    Directory, Endian, Error, ErrorKind, ParseOptions, Profile, ValueType, error::PathSeg,
+    error::StrField, parse_with,
 };
+use sipllm_testkit::{GgufBuilder, Value};
 
 const KEY: &str = "tokenizer.ggml.tokens";
 

@@ -10,8 +10,8 @@ use arbitrary::arb_file;
 use proptest::prelude::*;
 use sipllm_gguf::writer::Value;
 use sipllm_gguf::{
-    Endian, GgmlType, Gguf, GgufWriter, MetaValue, ParseOptions, SizeError, TensorDesc, ValueType,
-    WriteError,
+    Endian, GgmlType, Gguf, MetaValue, ParseOptions, ValueType, ggml::SizeError,
+    writer::GgufWriter, writer::TensorDesc, writer::WriteError,
 };
 
 /// Re-writes a parsed file with its own data: header from the writer, data copied over.
@@ -184,10 +184,10 @@ fn a_header_built_from_scratch_parses_back() {
 
 #[test]
 fn set_replaces_in_place_and_remove_removes() {
-    let src = sipllm_gguf::builder::GgufBuilder::new()
-        .kv("a", sipllm_gguf::builder::Value::Uint8(1))
-        .kv("b", sipllm_gguf::builder::Value::str("x"))
-        .kv("c", sipllm_gguf::builder::Value::Uint8(3))
+    let src = sipllm_testkit::GgufBuilder::new()
+        .kv("a", sipllm_testkit::Value::Uint8(1))
+        .kv("b", sipllm_testkit::Value::str("x"))
+        .kv("c", sipllm_testkit::Value::Uint8(3))
         .build();
     let g = parse(&src);
     let mut w = GgufWriter::from_gguf(&g);
@@ -212,9 +212,9 @@ fn set_replaces_in_place_and_remove_removes() {
 #[test]
 fn the_writer_refuses_what_no_reader_should_accept() {
     // A duplicate key can only come from a leniently parsed file: `set` replaces.
-    let src = sipllm_gguf::builder::GgufBuilder::new()
-        .kv("k", sipllm_gguf::builder::Value::Uint8(1))
-        .kv("k", sipllm_gguf::builder::Value::Uint8(2))
+    let src = sipllm_testkit::GgufBuilder::new()
+        .kv("k", sipllm_testkit::Value::Uint8(1))
+        .kv("k", sipllm_testkit::Value::Uint8(2))
         .build();
     let lenient = ParseOptions::new(sipllm_gguf::Profile::Lenient);
     let g = sipllm_gguf::parse_with(&src[..], &lenient).unwrap();
@@ -277,8 +277,8 @@ fn the_writer_refuses_what_no_reader_should_accept() {
 #[test]
 fn pad_to_keeps_the_data_offset_for_in_place_edits() {
     let name = "A fairly long model name, long enough to shrink a lot when edited";
-    let src = sipllm_gguf::builder::GgufBuilder::new()
-        .kv("general.name", sipllm_gguf::builder::Value::str(name))
+    let src = sipllm_testkit::GgufBuilder::new()
+        .kv("general.name", sipllm_testkit::Value::str(name))
         .tensor("t", GgmlType::F32, &[8])
         .build();
     let g = parse(&src);
@@ -296,7 +296,7 @@ fn pad_to_keeps_the_data_offset_for_in_place_edits() {
     assert_eq!(e.get_str("general.name"), Some("x"));
     assert_eq!(e.data_offset(), data_offset);
     assert_eq!(e.tensor("t").unwrap().info.abs_offset(), g.tensor("t").unwrap().info.abs_offset());
-    assert!(e.get_str(sipllm_gguf::PADDING_KEY).unwrap().bytes().all(|b| b == b' '));
+    assert!(e.get_str(sipllm_gguf::writer::PADDING_KEY).unwrap().bytes().all(|b| b == b' '));
     // Editing again replaces the padding pair instead of stacking another.
     let mut w2 = GgufWriter::from_gguf(&e);
     w2.set(&b"general.name"[..], Value::str("xy"));
@@ -345,8 +345,8 @@ fn write_header_reports_write_errors_and_invalid_headers() {
             Ok(())
         }
     }
-    let src = sipllm_gguf::builder::GgufBuilder::new()
-        .kv("general.name", sipllm_gguf::builder::Value::str("model"))
+    let src = sipllm_testkit::GgufBuilder::new()
+        .kv("general.name", sipllm_testkit::Value::str("model"))
         .tensor("t", GgmlType::F32, &[8])
         .build();
     let g = parse(&src);
@@ -374,8 +374,8 @@ fn write_header_reports_write_errors_and_invalid_headers() {
 /// 978 MB, 2^40 aborted, `u64::MAX` panicked with "capacity overflow").
 #[test]
 fn pad_to_refuses_padding_a_reader_would_refuse_without_building_it() {
-    let src = sipllm_gguf::builder::GgufBuilder::new()
-        .kv("general.name", sipllm_gguf::builder::Value::str("m"))
+    let src = sipllm_testkit::GgufBuilder::new()
+        .kv("general.name", sipllm_testkit::Value::str("m"))
         .tensor("t", GgmlType::F32, &[8])
         .build();
     let g = parse(&src);
@@ -389,12 +389,12 @@ fn pad_to_refuses_padding_a_reader_would_refuse_without_building_it() {
             }
             e => panic!("{data_offset}: {e:?}"),
         }
-        assert!(w.get(sipllm_gguf::PADDING_KEY.as_bytes()).is_none(), "nothing was added");
+        assert!(w.get(sipllm_gguf::writer::PADDING_KEY.as_bytes()).is_none(), "nothing was added");
     }
     // The largest padding a reader accepts is still written, and the file re-opens.
     let mut w = GgufWriter::from_gguf(&g);
     let end = g.directory().directory_end();
-    let min = 8 + sipllm_gguf::PADDING_KEY.len() as u64 + 4 + 8;
+    let min = 8 + sipllm_gguf::writer::PADDING_KEY.len() as u64 + 4 + 8;
     let target = (end + min + max) / 32 * 32;
     w.pad_to(target).unwrap();
     let header = w.header_bytes().unwrap();

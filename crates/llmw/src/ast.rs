@@ -73,7 +73,8 @@ impl MetaInfo {
     }
 }
 
-/// One tensor, as described by the directory (validated: known dtype, 1–4 non-zero dims,
+/// One `.llmw` tensor, as described by the directory (the `.llmw` parser's record; the
+/// format-neutral one is `sipllm_streaming::TensorInfo`) (validated: known dtype, 1–4 non-zero dims,
 /// byte size equal to dtype × dims, 64-aligned absolute offset, in order, no overlap).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TensorInfo {
@@ -128,7 +129,7 @@ impl TensorInfo {
 
     /// Number of elements (product of the dimensions; validated not to overflow).
     pub fn element_count(&self) -> u64 {
-        sipllm_gguf::tensor_element_count(&self.dims).unwrap_or(u64::MAX)
+        sipllm_gguf::ggml::tensor_element_count(&self.dims).unwrap_or(u64::MAX)
     }
 
     /// Absolute offset of the 8-byte offset field in the directory (for error reports).

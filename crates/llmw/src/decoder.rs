@@ -13,7 +13,7 @@ use nom::Parser;
 use sipllm_format::got;
 use sipllm_format::grammar::{lift, offset_in, span_in, to_finding};
 use sipllm_format::{DecoderEvent, HeaderDecoder, NameIndex};
-use sipllm_gguf::align_up;
+use sipllm_gguf::ggml::align_up;
 
 use crate::ast::{Directory, Header, MetaInfo, TensorInfo};
 use crate::error::{Error, ErrorKind, Path, PathSeg, StrField};

@@ -368,7 +368,7 @@ impl ErrorKind {
             }
             ArrayInVersion1 { .. } => {
                 "array tags 3-5 exist only in version 2; the writer must set version 2 (the \
-                 ModelWriter does this whenever an array is present)."
+                 LlmwWriter does this whenever an array is present)."
             }
             EmptyTensorName => "every tensor needs a name; the length field is probably 0.",
             DuplicateTensor { .. } => "each tensor name must be unique; rename one.",
@@ -403,7 +403,7 @@ impl ErrorKind {
             }
             OutOfOrder { .. } => {
                 "tensor data must be stored in directory order; rewrite the file with the \
-                 ModelWriter."
+                 LlmwWriter."
             }
             Overlap { .. } => "two tensors share bytes; the directory is corrupted.",
             OffsetOverflow => {

@@ -1,5 +1,5 @@
 //! `.llmw`, the engine's simple sibling of GGUF: a strict, zero-copy, chunk-fed parser and a
-//! [`ModelWriter`].
+//! [`LlmwWriter`].
 //!
 //! The format (specified byte by byte in `docs/llmw.md`) is a 16-byte header (`LLMW`,
 //! version, tensor count, metadata count), metadata entries with three scalar types (`i64`,
@@ -23,37 +23,56 @@
 //!   a byte size that disagrees with dtype × dims, misaligned, out-of-order, overlapping or
 //!   out-of-bounds data — is an [`Error`] with an absolute offset, a logical [`Path`], a stable
 //!   code such as `llmw::tensor::size_mismatch` and a help text.
-//! * **One size rule**: byte sizes come from `sipllm_gguf::tensor_nbytes`, the workspace's one
-//!   checked size helper (called with the dims reversed into GGUF order).
+//! * **One size rule**: byte sizes come from `sipllm_gguf::ggml::tensor_nbytes`, the
+//!   workspace's one checked size helper (called with the dims reversed into GGUF order).
+//!
+//! One type per concept: [`Llmw`] is the parsed file, [`TensorInfo`] a tensor of *this* format
+//! (row-major dims, absolute offsets), [`MetaValue`] a metadata value. To open a file from disk
+//! as a format-neutral weight source, use `sipllm-streaming`'s `LlmwFile` (or `open_model`).
+//!
+//! The everyday tasks, on a file in memory: hyperparameters, the tokens, one tensor.
 //!
 //! ```
-//! use sipllm_llmw::{GgmlType, ModelWriter, parse};
+//! use sipllm_llmw::{GgmlType, LlmwWriter, parse};
 //!
-//! let data = [0u8; 4 * 3 * 4];
-//! let mut w = ModelWriter::new();
-//! w.add_meta_str("general.name", "tiny")?
-//!     .add_meta_f64("rope.theta", 10000.0)?
-//!     .add_tensor("embd", GgmlType::F32, &[4, 3], &data)?;
+//! let data: Vec<u8> = (0..4 * 3 * 4).map(|i| i as u8).collect();
+//! let mut w = LlmwWriter::new();
+//! w.add_meta_str("general.architecture", "llama")?
+//!     .add_meta_i64("llama.block_count", 2)?
+//!     .add_meta_f64("llama.rope.freq_base", 10000.0)?
+//!     .add_meta_strs("tokenizer.ggml.tokens", ["<s>", "</s>", "hello"])?
+//!     .add_tensor("token_embd.weight", GgmlType::F32, &[3, 4], &data)?;
 //! let bytes = w.to_vec()?;
 //!
 //! let file = parse(&bytes)?;
-//! assert_eq!(file.version(), 1); // no arrays: the oldest version that can hold it
-//! assert_eq!(file.get_str("general.name"), Some("tiny"));
-//! let t = file.tensor("embd").unwrap();
-//! assert_eq!(t.info.dims(), &[4, 3]); // row-major, as stored
-//! assert_eq!(t.info.gguf_dims().as_slice(), &[3, 4]); // ne[0] first
-//! assert_eq!(t.info.offset() % 64, 0);
-//! assert_eq!(t.info.nbytes(), 48);
+//! // Hyperparameters.
+//! assert_eq!(file.get_str("general.architecture"), Some("llama"));
+//! assert_eq!(file.get_i64("llama.block_count"), Some(2));
+//! assert_eq!(file.get_f64("llama.rope.freq_base"), Some(10000.0));
+//! // The tokens: iterated without allocating.
+//! let tokens = file.get_str_array("tokenizer.ggml.tokens").unwrap();
+//! assert_eq!(tokens.len(), 3);
+//! assert_eq!(tokens.iter().nth(2), Some("hello"));
+//! // One tensor into a buffer (offsets are absolute, 64-aligned, checked at parse time).
+//! let t = file.tensor("token_embd.weight").unwrap();
+//! assert_eq!(t.info.dims(), &[3, 4]); // row-major, as stored
+//! assert_eq!(t.info.gguf_dims().as_slice(), &[4, 3]); // ne[0] first
+//! let mut buf = vec![0u8; t.info.nbytes() as usize];
+//! buf.copy_from_slice(file.tensor_data(t.info).unwrap());
+//! assert_eq!(buf, data);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Reading only the header of a file on disk is the chunk-fed decoder's job; `sipllm-streaming`
+//! drives it for you.
 //!
 //! Feeding chunks (what a streaming reader does; see [`Decoder`] for the contract):
 //!
 //! ```
-//! # use sipllm_llmw::ModelWriter;
+//! # use sipllm_llmw::LlmwWriter;
 //! use sipllm_llmw::{Decoder, Event, Llmw, ParseOptions};
 //!
-//! # let mut w = ModelWriter::new();
+//! # let mut w = LlmwWriter::new();
 //! # w.add_meta_str("general.name", "x")?;
 //! # let file = w.to_vec()?;
 //! let mut decoder = Decoder::new(ParseOptions::default());
@@ -94,7 +113,7 @@ pub use options::{Limits, ParseOptions};
 pub use sipllm_format::{DecoderEvent, HeaderDecoder, Span};
 pub use sipllm_gguf::GgmlType;
 pub use value::{MetaType, MetaValue, Number, NumberIter, Numbers, StrArray, StrIter};
-pub use writer::{ModelWriter, WriteError, WriteLayout};
+pub use writer::{LlmwWriter, WriteError, WriteLayout};
 
 /// The magic bytes every `.llmw` file starts with (`0x574D4C4C` read as a little-endian u32).
 pub const MAGIC: [u8; 4] = *b"LLMW";

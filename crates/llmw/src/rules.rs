@@ -16,7 +16,7 @@
 
 use smallvec::SmallVec;
 
-use sipllm_gguf::{GgmlType, SizeError, tensor_nbytes};
+use sipllm_gguf::{GgmlType, ggml::SizeError, ggml::tensor_nbytes};
 
 use crate::ALIGNMENT;
 use crate::Span;

@@ -1,4 +1,4 @@
-//! [`ModelWriter`]: writes `.llmw` files. The one module of this crate that does I/O.
+//! [`LlmwWriter`]: writes `.llmw` files. The one module of this crate that does I/O.
 //!
 //! Everything is validated when it is added (unique non-empty keys and names, known dtype, 1–4
 //! non-zero dims, data length equal to dtype × dims, lengths that fit the format's `u32`
@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use smallvec::SmallVec;
 
-use sipllm_gguf::{GgmlType, SizeError, align_up, tensor_nbytes};
+use sipllm_gguf::{GgmlType, ggml::SizeError, ggml::align_up, ggml::tensor_nbytes};
 
 use crate::value::MetaType;
 use crate::{ALIGNMENT, MAGIC};
@@ -27,7 +27,7 @@ use crate::{ALIGNMENT, MAGIC};
 /// Size of the buffer tensor data from readers is copied through.
 const COPY_BUF: usize = 64 * 1024;
 
-/// Why a [`ModelWriter`] refused an item or failed to write.
+/// Why a [`LlmwWriter`] refused an item or failed to write.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WriteError {
@@ -188,10 +188,10 @@ pub struct WriteLayout {
 /// Builds and writes a `.llmw` file.
 ///
 /// ```
-/// use sipllm_llmw::{GgmlType, ModelWriter, parse};
+/// use sipllm_llmw::{GgmlType, LlmwWriter, parse};
 ///
 /// let weights: Vec<u8> = (0..24).collect(); // 2 x 3 F32
-/// let mut w = ModelWriter::new();
+/// let mut w = LlmwWriter::new();
 /// w.add_meta_str("general.architecture", "toy")?
 ///     .add_meta_i64("toy.context_length", 128)?
 ///     .add_meta_strs("tokenizer.tokens", ["<s>", "</s>", "hi"])?
@@ -207,16 +207,16 @@ pub struct WriteLayout {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Default)]
-pub struct ModelWriter<'d> {
+pub struct LlmwWriter<'d> {
     meta: Vec<(String, Value)>,
     keys: HashSet<String>,
     tensors: Vec<Tensor<'d>>,
     names: HashSet<String>,
 }
 
-impl fmt::Debug for ModelWriter<'_> {
+impl fmt::Debug for LlmwWriter<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ModelWriter")
+        f.debug_struct("LlmwWriter")
             .field("meta", &self.meta.len())
             .field("tensors", &self.tensors.iter().map(|t| &t.name).collect::<Vec<_>>())
             .finish()
@@ -232,10 +232,10 @@ fn str_size(s: &str) -> u64 {
     4 + s.len() as u64
 }
 
-impl<'d> ModelWriter<'d> {
+impl<'d> LlmwWriter<'d> {
     /// An empty writer.
-    pub fn new() -> ModelWriter<'d> {
-        ModelWriter::default()
+    pub fn new() -> LlmwWriter<'d> {
+        LlmwWriter::default()
     }
 
     /// The version [`write_to`](Self::write_to) will write: 1 unless an array was added.

@@ -63,7 +63,7 @@ impl DequantError {
             }
             DequantError::PartialBlock { .. } => {
                 "pass whole blocks: a tensor's byte length is its element count / block size * \
-                 type size (sipllm_gguf::tensor_nbytes)"
+                 type size (sipllm_gguf::ggml::tensor_nbytes)"
             }
             DequantError::OutputLength { .. } => {
                 "size the output to the element count: input bytes / type size * block size \

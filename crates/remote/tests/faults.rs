@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sipllm_gguf::GgmlType;
-use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_remote::test_server::{Body, Fault, ServerOptions, TestServer};
 use sipllm_remote::{HttpOptions, HttpSource, HttpUrl, RemoteError, RemoteUrl, open_model};
 use sipllm_streaming::{OpenOptions, ReadAt, WeightSource};
+use sipllm_testkit::{GgufBuilder, Value};
 
 /// Fast retries; a short deadline.
 fn opts() -> HttpOptions {

@@ -8,9 +8,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sipllm_gguf::GgmlType;
-use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_remote::{ObjectSource, RemoteError, RemoteUrl};
 use sipllm_streaming::{Model, OpenOptions, ReadAt, WeightSource};
+use sipllm_testkit::{GgufBuilder, Value};
 
 /// A moto server on 127.0.0.1; killed when dropped.
 struct Moto {

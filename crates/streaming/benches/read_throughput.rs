@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
-use sipllm_gguf::builder::{GgufBuilder, Tensor, Value, llama3};
-use sipllm_gguf::{align_up, tensor_nbytes};
+use sipllm_gguf::{ggml::align_up, ggml::tensor_nbytes};
 use sipllm_streaming::{Backend, GgufFile, OpenOptions, WeightSource};
+use sipllm_testkit::{GgufBuilder, Tensor, Value, llama3};
 
 const TARGET_BYTES: u64 = 2 << 30;
 

@@ -246,7 +246,7 @@ pub enum StreamError {
     #[error("cannot write the header: {source}")]
     Writer {
         /// The writer's reason.
-        source: sipllm_gguf::WriteError,
+        source: sipllm_gguf::writer::WriteError,
     },
     /// The `.llmw` writer refused the model or failed to write it (shown as the writer's
     /// error; [`path`](StreamError::path) gives the destination).
@@ -1411,7 +1411,7 @@ mod tests {
                 "stream::write::io",
             ),
             (
-                StreamError::Writer { source: sipllm_gguf::WriteError::BadAlignment },
+                StreamError::Writer { source: sipllm_gguf::writer::WriteError::BadAlignment },
                 "stream::write::header",
             ),
             (

@@ -7,6 +7,7 @@ use sipllm_gguf::{Decoder, Gguf};
 use crate::MetaStr;
 use crate::backing::{FileBacking, ReadAt};
 use crate::error::StreamError;
+use crate::header_bytes::HeaderBytes;
 use crate::meta::Meta;
 use crate::options::OpenOptions;
 use crate::source::{TensorInfo, WeightSource};
@@ -16,7 +17,7 @@ use crate::window::{self, HeaderStats};
 /// Reads and parses the header and tensor directory at the start of `source`.
 ///
 /// Drives the parser's chunk-fed [`Decoder`] over one growing buffer (the refilling window
-/// [`ModelFile`](crate::ModelFile) shares): each time it needs more bytes, one read of
+/// [`LlmwFile`](crate::LlmwFile) shares): each time it needs more bytes, one read of
 /// `max(window, needed)` bytes (never past the end of the source) is appended. Opening thus
 /// reads the header, directory and padding plus at most one window, in O(header / window)
 /// reads. The buffer grows geometrically by 1.25× (`try_reserve_exact`), so
@@ -30,7 +31,7 @@ pub fn read_header(
     source: &dyn ReadAt,
     path: Option<&Path>,
     options: &OpenOptions,
-) -> Result<(Gguf<Vec<u8>>, HeaderStats), StreamError> {
+) -> Result<(Gguf<HeaderBytes>, HeaderStats), StreamError> {
     let mut decoder = Decoder::new(options.parse.with_file_size(Some(source.len())));
     let filled = window::fill(&mut decoder, source, path, options.window)?;
     let dir = decoder.finish().map_err(|e| StreamError::parse(path, e))?;
@@ -43,7 +44,7 @@ pub fn read_header(
 /// only on request.
 #[derive(Debug)]
 pub struct GgufFile {
-    gguf: Gguf<Vec<u8>>,
+    gguf: Gguf<HeaderBytes>,
     store: TensorStore,
     stats: HeaderStats,
 }
@@ -92,7 +93,7 @@ impl GgufFile {
     }
 
     fn assemble(
-        (gguf, stats): (Gguf<Vec<u8>>, HeaderStats),
+        (gguf, stats): (Gguf<HeaderBytes>, HeaderStats),
         source: Box<dyn ReadAt>,
         path: Option<PathBuf>,
         options: &OpenOptions,
@@ -113,7 +114,7 @@ impl GgufFile {
 
     /// The parsed header: the parser's AST over the header bytes (version, byte order,
     /// alignment, warnings, every value as stored).
-    pub fn gguf(&self) -> &Gguf<Vec<u8>> {
+    pub fn gguf(&self) -> &Gguf<HeaderBytes> {
         &self.gguf
     }
 

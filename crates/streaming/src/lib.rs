@@ -8,7 +8,7 @@
 //!   format from the first 4 bytes (never the name); [`Model`] is the same with the format's
 //!   details reachable, [`open_model_from`] / [`Model::from_source`] the same over any
 //!   [`ReadAt`].
-//! * [`GgufFile`] implements the seam for GGUF and [`ModelFile`] for `.llmw`: [`read_header`]
+//! * [`GgufFile`] implements the seam for GGUF and [`LlmwFile`] for `.llmw`: [`read_header`]
 //!   and [`read_llmw_header`] drive each parser's chunk-fed decoder through one shared
 //!   refilling window (one read per 64 KiB, never one per field, never the whole file), and
 //!   every tensor is checked to lie inside the file at open.
@@ -29,26 +29,57 @@
 //! * [`StreamError`] keeps either parser's error intact and adds I/O context (path, offset,
 //!   missing bytes, the magic found); every variant has a stable code.
 //!
+//! The everyday tasks — open a file, read hyperparameters, the tokens, one tensor into a
+//! buffer — are the same for every format:
+//!
+//! ```
+//! use sipllm_streaming::{OpenOptions, open_model};
+//! # use sipllm_gguf::GgmlType;
+//! # use sipllm_testkit::{GgufBuilder, Value};
+//! # let path = std::env::temp_dir().join(format!("sipllm-streaming-doc-{}.gguf", std::process::id()));
+//! # std::fs::write(&path, GgufBuilder::new()
+//! #     .kv("general.architecture", Value::str("llama"))
+//! #     .kv("llama.block_count", Value::Uint32(2))
+//! #     .kv("llama.rope.freq_base", Value::Float32(10000.0))
+//! #     .kv("tokenizer.ggml.tokens", Value::strings(["<s>", "</s>", "hi"]))
+//! #     .tensor("output.weight", GgmlType::F32, &[4, 3]) // GGUF ne = [n_in, n_out]
+//! #     .build())?;
+//!
+//! // GGUF or .llmw, chosen by the first 4 bytes; only the header is read.
+//! let model = open_model(&path, &OpenOptions::default())?;
+//!
+//! // Hyperparameters, whatever their stored integer or float type.
+//! assert_eq!(model.meta_str("general.architecture")?, "llama");
+//! assert_eq!(model.meta_uint("llama.block_count")?, 2);
+//! assert_eq!(model.meta_float("llama.rope.freq_base")?, 10000.0);
+//!
+//! // The tokens, iterated without an allocation per token.
+//! let tokens = model.meta_strs("tokenizer.ggml.tokens")?;
+//! assert_eq!(tokens.iter().nth(2).unwrap(), "hi");
+//!
+//! // One tensor into a buffer the caller owns (bounds were checked at open).
+//! let t = model.find("output.weight").unwrap();
+//! assert_eq!(t.shape.as_slice(), &[3, 4]); // row-major: [n_out, n_in]
+//! let mut buf = vec![0u8; t.byte_len()?];
+//! model.read_raw(t, &mut buf)?;
+//! # std::fs::remove_file(&path)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The same over bytes already in memory, with the GGUF details at hand:
+//!
 //! ```
 //! use sipllm_gguf::GgmlType;
-//! use sipllm_gguf::builder::{GgufBuilder, Value};
 //! use sipllm_streaming::{GgufFile, MemSource, OpenOptions, WeightSource};
+//! use sipllm_testkit::{GgufBuilder, Value};
 //!
 //! let bytes = GgufBuilder::new()
 //!     .kv("llama.block_count", Value::Uint32(2))
-//!     .kv("tokenizer.ggml.tokens", Value::strings(["<s>", "</s>", "hi"]))
-//!     .tensor("output.weight", GgmlType::F32, &[4, 3]) // GGUF ne = [n_in, n_out]
+//!     .tensor("output.weight", GgmlType::F32, &[4, 3])
 //!     .build();
 //! let src = GgufFile::from_source(MemSource::new(bytes), &OpenOptions::default())?;
-//!
 //! assert_eq!(src.meta_uint("llama.block_count")?, 2);
-//! let tokens = src.meta_strs("tokenizer.ggml.tokens")?;
-//! assert_eq!(tokens.iter().nth(2).unwrap(), "hi"); // no allocation
-//!
-//! let t = src.find("output.weight").unwrap();
-//! assert_eq!(t.shape.as_slice(), &[3, 4]); // row-major: [n_out, n_in]
-//! let mut buf = vec![0u8; t.byte_len()?];
-//! src.read_raw(t, &mut buf)?;
+//! assert_eq!(src.gguf().version(), 3); // the parser's AST
 //! # Ok::<(), sipllm_streaming::StreamError>(())
 //! ```
 
@@ -59,6 +90,7 @@
 mod backing;
 mod error;
 mod gguf_file;
+mod header_bytes;
 pub mod identity;
 pub mod in_place;
 mod input;
@@ -80,17 +112,18 @@ pub mod write;
 pub use backing::{Backend, FileBacking, MemSource, ReadAt, ShortRead};
 pub use error::{FileKind, StreamError};
 pub use gguf_file::{GgufFile, read_header};
+pub use header_bytes::HeaderBytes;
 pub use in_place::{
     HeaderBackup, InPlaceStats, RecoverStats, rewrite_header_in_place, rewrite_header_locked,
 };
 pub use input::read_capped;
-pub use llmw_file::{ModelFile, read_llmw_header};
+pub use llmw_file::{LlmwFile, read_llmw_header};
 pub use meta::{FloatIter, FloatList, IntIter, IntList, Meta, MetaKind, StrIter, StrList};
 pub use model::{Format, Model, open_model, open_model_from};
 pub use options::OpenOptions;
 /// The string type of the metadata view (the parser's own: stored bytes, UTF-8 unless parsed
 /// leniently).
-pub use sipllm_gguf::MetaStr;
+pub use sipllm_gguf::value::MetaStr;
 pub use source::{TensorInfo, WeightSource};
 pub use split::SplitFile;
 pub use store::TensorStore;

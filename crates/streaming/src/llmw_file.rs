@@ -1,4 +1,4 @@
-//! [`ModelFile`]: a `.llmw` file as a [`WeightSource`], opened by reading only its header.
+//! [`LlmwFile`]: a `.llmw` file as a [`WeightSource`], opened by reading only its header.
 
 use std::path::{Path, PathBuf};
 
@@ -7,6 +7,7 @@ use sipllm_llmw::{Decoder, Llmw};
 use crate::MetaStr;
 use crate::backing::{FileBacking, ReadAt};
 use crate::error::StreamError;
+use crate::header_bytes::HeaderBytes;
 use crate::meta::Meta;
 use crate::options::OpenOptions;
 use crate::source::{TensorInfo, WeightSource};
@@ -26,7 +27,7 @@ pub fn read_llmw_header(
     source: &dyn ReadAt,
     path: Option<&Path>,
     options: &OpenOptions,
-) -> Result<(Llmw<Vec<u8>>, HeaderStats), StreamError> {
+) -> Result<(Llmw<HeaderBytes>, HeaderStats), StreamError> {
     let mut decoder = Decoder::new(options.llmw.with_file_size(Some(source.len())));
     let filled = window::fill(&mut decoder, source, path, options.window)?;
     let dir = decoder.finish().map_err(|e| StreamError::parse_llmw(path, e))?;
@@ -44,17 +45,17 @@ pub fn read_llmw_header(
 /// [`Meta::Str`], and the v2 arrays → [`Meta::Ints`], [`Meta::Floats`], [`Meta::Strs`]
 /// wrapping the parser's views into the header buffer.
 #[derive(Debug)]
-pub struct ModelFile {
-    llmw: Llmw<Vec<u8>>,
+pub struct LlmwFile {
+    llmw: Llmw<HeaderBytes>,
     store: TensorStore,
     stats: HeaderStats,
 }
 
-impl ModelFile {
+impl LlmwFile {
     /// Opens the `.llmw` file at `path`: reads and parses its header (see
     /// [`read_llmw_header`]) and checks that every tensor lies inside the file.
-    pub fn open(path: impl AsRef<Path>, options: &OpenOptions) -> Result<ModelFile, StreamError> {
-        ModelFile::from_backing(FileBacking::open(path, options.backend)?, options)
+    pub fn open(path: impl AsRef<Path>, options: &OpenOptions) -> Result<LlmwFile, StreamError> {
+        LlmwFile::from_backing(FileBacking::open(path, options.backend)?, options)
     }
 
     /// Opens a `.llmw` file already opened with its backend (`options.backend` does not
@@ -62,19 +63,19 @@ impl ModelFile {
     pub fn from_backing(
         backing: FileBacking,
         options: &OpenOptions,
-    ) -> Result<ModelFile, StreamError> {
+    ) -> Result<LlmwFile, StreamError> {
         let path = backing.path().to_path_buf();
         let header = read_llmw_header(&backing.pread_view(), Some(&path), options)?;
-        ModelFile::assemble(header, Box::new(backing), Some(path), options)
+        LlmwFile::assemble(header, Box::new(backing), Some(path), options)
     }
 
     /// Opens a `.llmw` file held by any positional source. `options.backend` does not apply.
     pub fn from_source(
         source: impl ReadAt + 'static,
         options: &OpenOptions,
-    ) -> Result<ModelFile, StreamError> {
+    ) -> Result<LlmwFile, StreamError> {
         let header = read_llmw_header(&source, None, options)?;
-        ModelFile::assemble(header, Box::new(source), None, options)
+        LlmwFile::assemble(header, Box::new(source), None, options)
     }
 
     /// [`from_source`](Self::from_source) for a source with a name (a URL, say): `name` is
@@ -83,18 +84,18 @@ impl ModelFile {
         source: impl ReadAt + 'static,
         name: impl Into<PathBuf>,
         options: &OpenOptions,
-    ) -> Result<ModelFile, StreamError> {
+    ) -> Result<LlmwFile, StreamError> {
         let name = name.into();
         let header = read_llmw_header(&source, Some(&name), options)?;
-        ModelFile::assemble(header, Box::new(source), Some(name), options)
+        LlmwFile::assemble(header, Box::new(source), Some(name), options)
     }
 
     fn assemble(
-        (llmw, stats): (Llmw<Vec<u8>>, HeaderStats),
+        (llmw, stats): (Llmw<HeaderBytes>, HeaderStats),
         source: Box<dyn ReadAt>,
         path: Option<PathBuf>,
         options: &OpenOptions,
-    ) -> Result<ModelFile, StreamError> {
+    ) -> Result<LlmwFile, StreamError> {
         let tensors = llmw
             .tensors()
             .map(|t| TensorInfo {
@@ -106,12 +107,12 @@ impl ModelFile {
             })
             .collect();
         let store = TensorStore::new(source, path, tensors, options.readahead)?;
-        Ok(ModelFile { llmw, store, stats })
+        Ok(LlmwFile { llmw, store, stats })
     }
 
     /// The parsed header: the `.llmw` parser's AST over the header bytes (version, every value
     /// as stored, the directory's spans).
-    pub fn llmw(&self) -> &Llmw<Vec<u8>> {
+    pub fn llmw(&self) -> &Llmw<HeaderBytes> {
         &self.llmw
     }
 
@@ -131,7 +132,7 @@ impl ModelFile {
     }
 }
 
-impl WeightSource for ModelFile {
+impl WeightSource for LlmwFile {
     fn tensors(&self) -> &[TensorInfo] {
         self.store.tensors()
     }

@@ -12,7 +12,9 @@
 
 use std::fmt;
 
-use sipllm_gguf::{ArrayView, MetaStr, MetaValue, Strings, ValueType, Values};
+use sipllm_gguf::{
+    MetaValue, ValueType, value::ArrayView, value::MetaStr, value::Strings, value::Values,
+};
 use sipllm_llmw::{NumberIter, Numbers, StrArray};
 
 use crate::error::StreamError;

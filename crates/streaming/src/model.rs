@@ -16,7 +16,7 @@ use crate::MetaStr;
 use crate::backing::{FileBacking, ReadAt};
 use crate::error::StreamError;
 use crate::gguf_file::GgufFile;
-use crate::llmw_file::ModelFile;
+use crate::llmw_file::LlmwFile;
 use crate::meta::Meta;
 use crate::options::OpenOptions;
 use crate::source::{TensorInfo, WeightSource};
@@ -30,7 +30,7 @@ use crate::window::HeaderStats;
 pub enum Format {
     /// GGUF (llama.cpp's format): [`GgufFile`].
     Gguf,
-    /// `.llmw` (the engine's format): [`ModelFile`].
+    /// `.llmw` (the engine's format): [`LlmwFile`].
     Llmw,
 }
 
@@ -116,7 +116,7 @@ pub enum Model {
     /// A GGUF file.
     Gguf(GgufFile),
     /// A `.llmw` file.
-    Llmw(ModelFile),
+    Llmw(LlmwFile),
     /// A split GGUF set (`split.count > 1`), opened from any of its shards: one weight source
     /// over all of them.
     Split(SplitFile),
@@ -146,7 +146,7 @@ impl Model {
                     Model::Gguf(file)
                 }
             }
-            Format::Llmw => Model::Llmw(ModelFile::from_backing(backing, options)?),
+            Format::Llmw => Model::Llmw(LlmwFile::from_backing(backing, options)?),
         })
     }
 
@@ -193,7 +193,7 @@ impl Model {
             FileBacking::from_file(file.try_clone().map_err(open_err)?, path, options.backend)?;
         Ok(match detect_for(&backing.pread_view(), Some(path), options)? {
             Format::Gguf => Model::Gguf(GgufFile::from_backing(backing, options)?),
-            Format::Llmw => Model::Llmw(ModelFile::from_backing(backing, options)?),
+            Format::Llmw => Model::Llmw(LlmwFile::from_backing(backing, options)?),
         })
     }
 
@@ -207,7 +207,7 @@ impl Model {
     ) -> Result<Model, StreamError> {
         Ok(match detect_for(&source, None, options)? {
             Format::Gguf => Model::Gguf(GgufFile::from_source(source, options)?),
-            Format::Llmw => Model::Llmw(ModelFile::from_source(source, options)?),
+            Format::Llmw => Model::Llmw(LlmwFile::from_source(source, options)?),
         })
     }
 
@@ -222,7 +222,7 @@ impl Model {
         let name = name.into();
         Ok(match Format::detect(&source, Some(&name))? {
             Format::Gguf => Model::Gguf(GgufFile::from_named_source(source, name, options)?),
-            Format::Llmw => Model::Llmw(ModelFile::from_named_source(source, name, options)?),
+            Format::Llmw => Model::Llmw(LlmwFile::from_named_source(source, name, options)?),
         })
     }
 
@@ -253,7 +253,7 @@ impl Model {
     }
 
     /// The `.llmw` file, for `.llmw` models.
-    pub fn llmw(&self) -> Option<&ModelFile> {
+    pub fn llmw(&self) -> Option<&LlmwFile> {
         match self {
             Model::Llmw(f) => Some(f),
             Model::Gguf(_) | Model::Split(_) => None,
@@ -300,8 +300,8 @@ impl From<GgufFile> for Model {
     }
 }
 
-impl From<ModelFile> for Model {
-    fn from(f: ModelFile) -> Model {
+impl From<LlmwFile> for Model {
+    fn from(f: LlmwFile) -> Model {
         Model::Llmw(f)
     }
 }

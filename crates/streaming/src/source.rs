@@ -7,7 +7,10 @@ use crate::MetaStr;
 use crate::error::StreamError;
 use crate::meta::{self, FloatList, IntList, Meta, MetaKind, StrList};
 
-/// One tensor as the seam describes it, whatever the file format.
+/// One tensor as the seam describes it, whatever the file format: the record every
+/// [`WeightSource`] hands out. Each parser has its own record of the same name, with spans
+/// into its header (`sipllm_gguf::TensorInfo`, `sipllm_llmw::TensorInfo`); this one is owned
+/// and format-neutral, built from theirs at open.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TensorInfo {
     /// The tensor's name (GGUF names that are not UTF-8, which only the lenient profile

@@ -9,7 +9,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use sipllm_gguf::NameIndex;
+use sipllm_format::NameIndex;
 
 use crate::backing::{ReadAt, clamp_range};
 use crate::error::StreamError;

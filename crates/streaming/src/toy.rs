@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 
 use sipllm_gguf::writer::{GgufWriter, TensorDesc, Value};
 use sipllm_gguf::{GgmlType, ValueType};
-use sipllm_llmw::ModelWriter;
+use sipllm_llmw::LlmwWriter;
 
 use crate::write::AtomicFile;
 
@@ -337,7 +337,7 @@ impl ToyValue {
     }
 
     /// Adds the value to a `.llmw` writer.
-    fn add_to(&self, w: &mut ModelWriter<'_>, key: &str) -> Result<(), sipllm_llmw::WriteError> {
+    fn add_to(&self, w: &mut LlmwWriter<'_>, key: &str) -> Result<(), sipllm_llmw::WriteError> {
         match self {
             ToyValue::U32(v) => w.add_meta_i64(key, i64::from(*v)),
             ToyValue::F32(v) => w.add_meta_f64(key, f64::from(*v)),
@@ -422,9 +422,9 @@ impl ToyModel {
 
     /// A `.llmw` writer holding the model (version 2: the vocabulary is arrays), borrowing
     /// the tensor data.
-    pub fn llmw_writer(&self) -> Result<ModelWriter<'_>, ToyError> {
+    pub fn llmw_writer(&self) -> Result<LlmwWriter<'_>, ToyError> {
         let err = |source| ToyError::Llmw { path: None, source };
-        let mut w = ModelWriter::new();
+        let mut w = LlmwWriter::new();
         for (key, value) in &self.metadata {
             value.add_to(&mut w, key).map_err(err)?;
         }
@@ -434,7 +434,7 @@ impl ToyModel {
         Ok(w)
     }
 
-    /// The model as a `.llmw` file (written by [`ModelWriter`]).
+    /// The model as a `.llmw` file (written by [`LlmwWriter`]).
     pub fn llmw_bytes(&self) -> Result<Vec<u8>, ToyError> {
         self.llmw_writer()?.to_vec().map_err(|source| ToyError::Llmw { path: None, source })
     }
@@ -495,7 +495,7 @@ pub enum ToyError {
     #[error("toy model: the GGUF writer failed: {source}")]
     Gguf {
         /// The writer's error.
-        source: sipllm_gguf::WriteError,
+        source: sipllm_gguf::writer::WriteError,
     },
     /// The `.llmw` writer refused the model or failed to write it.
     #[error("toy model: the .llmw writer failed{}: {source}", at(path))]
@@ -814,7 +814,7 @@ mod tests {
         assert_eq!(sizes[20], ("output.weight", GgmlType::Q8_0, &[64u64, 32][..], 64 * 34));
         for t in m.tensors() {
             let gguf_dims: Vec<u64> = t.shape.iter().rev().copied().collect();
-            let n = sipllm_gguf::tensor_nbytes(t.ggml_type, &gguf_dims).unwrap();
+            let n = sipllm_gguf::ggml::tensor_nbytes(t.ggml_type, &gguf_dims).unwrap();
             assert_eq!(t.data.len() as u64, n, "{}", t.name);
         }
         let total: u64 = m.tensors().iter().map(|t| t.data.len() as u64).sum();

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use crate::backing::ReadAt;
 use crate::error::StreamError;
+use crate::header_bytes::{HeaderBuf, HeaderBytes};
 
 /// The initial header read size: 64 KiB.
 pub const DEFAULT_WINDOW: usize = 64 << 10;
@@ -113,7 +114,7 @@ pub struct HeaderStats {
 
 /// The bytes a [`fill`] read, and how many reads it took.
 pub(crate) struct Filled {
-    pub(crate) buf: Vec<u8>,
+    pub(crate) buf: HeaderBytes,
     pub(crate) reads: u64,
 }
 
@@ -124,7 +125,7 @@ impl Filled {
             reads: self.reads,
             bytes_read: self.buf.len() as u64,
             data_offset,
-            capacity: self.buf.capacity() as u64,
+            capacity: self.buf.held(),
         }
     }
 }
@@ -141,10 +142,10 @@ pub(crate) fn fill<D: ChunkDecoder>(
 ) -> Result<Filled, StreamError> {
     let file_size = source.len();
     let window = window.max(1) as u64;
-    let mut buf: Vec<u8> = Vec::new();
+    let mut buf = HeaderBuf::new(file_size);
     let mut reads = 0u64;
     loop {
-        let needed = match decoder.step(&buf).map_err(|e| D::wrap(path, e))? {
+        let needed = match decoder.step(buf.as_slice()).map_err(|e| D::wrap(path, e))? {
             Progress::Done => break,
             Progress::NeedMore(needed) => needed,
             Progress::Item => continue,
@@ -157,30 +158,34 @@ pub(crate) fn fill<D: ChunkDecoder>(
         let want = have.saturating_add(needed);
         if have < file_size
             && want > file_size
-            && let Some(e) = decoder.end_of_input_at(&buf, file_size, want - file_size)
+            && let Some(e) = decoder.end_of_input_at(buf.as_slice(), file_size, want - file_size)
         {
             return Err(D::wrap(path, e));
         }
         let end = have.saturating_add(needed.max(window)).min(file_size);
         if end <= have {
-            return Err(D::wrap(path, decoder.end_of_input(&buf)));
+            return Err(D::wrap(path, decoder.end_of_input(buf.as_slice())));
         }
         let add = end - have;
         let too_large = || StreamError::TooLarge { what: "header buffer".into(), bytes: end };
         let add_usize = usize::try_from(add).map_err(|_| too_large())?;
         if add_usize > SPARSE_READ {
-            reads += read_sparse(&mut buf, source, have, add_usize)
-                .map_err(|e| e.into_stream(path, too_large))?;
+            let mut bytes = buf.take_vec();
+            let sparse = read_sparse(&mut bytes, source, have, add_usize);
+            buf.put_vec(bytes);
+            reads += sparse.map_err(|e| e.into_stream(path, too_large))?;
             continue;
         }
-        grow(&mut buf, add_usize).map_err(|_| too_large())?;
         let start = buf.len();
-        buf.resize(start.saturating_add(add_usize), 0);
-        let dst = buf.get_mut(start..).unwrap_or_default();
-        source.read_exact_at(have, dst).map_err(|e| StreamError::read(path, have, add, e))?;
+        // Straight into the buffer's new bytes: one positional read, no copy.
+        let dst = buf.extend(add_usize).map_err(|_| too_large())?;
+        if let Err(e) = source.read_exact_at(have, dst) {
+            buf.truncate(start);
+            return Err(StreamError::read(path, have, add, e));
+        }
         reads += 1;
     }
-    Ok(Filled { buf, reads })
+    Ok(Filled { buf: buf.into_bytes(), reads })
 }
 
 /// Reads larger than this go through [`read_sparse`].
@@ -246,15 +251,4 @@ fn read_sparse(
     }
     *buf = grown;
     Ok(reads)
-}
-
-/// Makes room for `add` more bytes: exactly, or 1.25× the current length if that is more,
-/// so a header of n bytes costs O(log n) reallocations and at most 1.25 n of capacity.
-fn grow(buf: &mut Vec<u8>, add: usize) -> Result<(), std::collections::TryReserveError> {
-    let needed = buf.len().saturating_add(add);
-    if needed <= buf.capacity() {
-        return Ok(());
-    }
-    let target = needed.max(buf.len().saturating_add(buf.len() / 4));
-    buf.try_reserve_exact(target - buf.len())
 }

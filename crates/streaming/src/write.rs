@@ -15,7 +15,7 @@
 //! * [`GgufFileBuilder`]: a [`GgufWriter`]'s header, then every tensor's data — from a slice,
 //!   a reader, or a range of another file — at the offsets the writer's layout gives, into an
 //!   [`AtomicFile`].
-//! * [`write_llmw_into`]: a `.llmw` [`ModelWriter`]'s file into an [`AtomicFile`], through a
+//! * [`write_llmw_into`]: a `.llmw` [`LlmwWriter`]'s file into an [`AtomicFile`], through a
 //!   1 MiB buffer of positional writes, for a caller that checks the temporary before it
 //!   commits it.
 
@@ -25,8 +25,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use sipllm_gguf::GgufWriter;
-use sipllm_llmw::ModelWriter;
+use sipllm_gguf::writer::GgufWriter;
+use sipllm_llmw::LlmwWriter;
 
 use crate::error::StreamError;
 use crate::identity;
@@ -566,13 +566,13 @@ impl<'a> GgufFileBuilder<'a> {
 /// Writes the `.llmw` file `writer` describes into `out` (positional writes from offset 0, in
 /// bounded memory: a 1 MiB buffer, and the writer's own 64 KiB buffer for tensor readers);
 /// `out` should be empty. Returns the bytes written. [`AtomicFile::commit`] makes it the
-/// destination; [`ModelWriter::write_to_path`] does both when no check is wanted in between.
+/// destination; [`LlmwWriter::write_to_path`] does both when no check is wanted in between.
 ///
 /// # Errors
 ///
 /// [`StreamError::WriterLlmw`]: the writer refused the model (a duplicate key, a string too
 /// long…), a tensor's reader failed, or a write failed.
-pub fn write_llmw_into(writer: ModelWriter<'_>, out: &AtomicFile) -> Result<u64, StreamError> {
+pub fn write_llmw_into(writer: LlmwWriter<'_>, out: &AtomicFile) -> Result<u64, StreamError> {
     let fail = |source| StreamError::WriterLlmw { path: out.dest().to_path_buf(), source };
     let mut w = io::BufWriter::with_capacity(COPY_BUF, PosWriter { file: out.file(), pos: 0 });
     let n = writer.write_to(&mut w).map_err(fail)?;

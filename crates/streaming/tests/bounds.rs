@@ -6,10 +6,10 @@
 mod common;
 
 use common::{Instrumented, TempFile};
-use sipllm_gguf::builder::{GgufBuilder, Value};
-use sipllm_gguf::{GgmlType, GgufWriter, ParseOptions, Profile};
+use sipllm_gguf::{GgmlType, ParseOptions, Profile, writer::GgufWriter};
 use sipllm_streaming::write::GgufFileBuilder;
 use sipllm_streaming::{GgufFile, MemSource, OpenOptions, TensorData, read_header};
+use sipllm_testkit::{GgufBuilder, Value};
 
 /// A model whose last string value is 8 MiB of tensor data away from its length field, with
 /// that length corrupted to `len`.

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use sipllm_gguf::GgmlType;
-use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_gguf::{Profile, ValueType};
 use sipllm_streaming::{GgufFile, MemSource, Meta, OpenOptions, WeightSource};
+use sipllm_testkit::{GgufBuilder, Value};
 
 fn model() -> Vec<u8> {
     GgufBuilder::new()

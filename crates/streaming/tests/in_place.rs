@@ -10,7 +10,6 @@ use std::ops::Range;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_gguf::{GgmlType, Limits};
 use sipllm_streaming::in_place::{
     self, BLOCK, BackupDefect, HeaderBackup, MAGIC, VERSION, changed_runs, overwrite_runs,
@@ -19,6 +18,7 @@ use sipllm_streaming::lock::ExclusiveLock;
 use sipllm_streaming::{
     GgufFile, OpenOptions, StreamError, rewrite_header_in_place, rewrite_header_locked,
 };
+use sipllm_testkit::{GgufBuilder, Value};
 use xxhash_rust::xxh3::xxh3_64;
 
 mod common;

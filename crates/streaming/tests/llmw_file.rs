@@ -1,4 +1,4 @@
-//! `ModelFile`, the `.llmw` weight source: the streaming contract (header plus at most one
+//! `LlmwFile`, the `.llmw` weight source: the streaming contract (header plus at most one
 //! window, contiguous reads; one read per tensor; readahead), the `.llmw` parse options, the
 //! store's checks, and hostile input (every prefix, single-byte corruptions) — the guarantees
 //! `GgufFile` has, through the same code.
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use common::{Instrumented, TempDir};
 use sipllm_streaming::toy::{ToyConfig, ToyModel};
 use sipllm_streaming::{
-    Backend, MemSource, Meta, ModelFile, OpenOptions, StreamError, WeightSource, open_model_from,
+    Backend, LlmwFile, MemSource, Meta, OpenOptions, StreamError, WeightSource, open_model_from,
 };
 
 /// A small toy model (one layer, 8 tokens): 1 + 9 + 2 tensors.
@@ -36,7 +36,7 @@ fn opening_reads_the_header_plus_at_most_one_window() {
     for window in [1usize, 64, 1000, 4096, 1 << 20] {
         let (source, log) = Instrumented::new(MemSource::new(bytes.clone()));
         let file =
-            ModelFile::from_source(source, &OpenOptions::default().with_window(window)).unwrap();
+            LlmwFile::from_source(source, &OpenOptions::default().with_window(window)).unwrap();
         let data_start = file.llmw().data_start();
         assert!(data_start > 20_000, "{data_start}");
         let reads = log.reads();
@@ -75,7 +75,7 @@ fn opening_reads_the_header_plus_at_most_one_window() {
 fn readahead_advises_the_next_tensors_in_file_order() {
     let bytes = small().llmw_bytes().unwrap();
     let (source, log) = Instrumented::new(MemSource::new(bytes));
-    let file = ModelFile::from_source(source, &OpenOptions::default().with_readahead(2)).unwrap();
+    let file = LlmwFile::from_source(source, &OpenOptions::default().with_readahead(2)).unwrap();
     let ts = file.tensors();
     let mut buf = vec![0u8; ts[0].byte_len().unwrap()];
     file.read_raw(&ts[0], &mut buf).unwrap();
@@ -89,7 +89,7 @@ fn readahead_advises_the_next_tensors_in_file_order() {
     std::fs::write(&path, small().llmw_bytes().unwrap()).unwrap();
     for backend in [Backend::Pread, Backend::Mmap] {
         let opts = OpenOptions::default().with_backend(backend).with_readahead(3);
-        let file = ModelFile::open(&path, &opts).unwrap();
+        let file = LlmwFile::open(&path, &opts).unwrap();
         assert_eq!(file.path(), Some(path.as_path()));
         assert_eq!(file.store().readahead(), 3);
         for t in file.tensors() {
@@ -102,7 +102,7 @@ fn readahead_advises_the_next_tensors_in_file_order() {
 
 #[test]
 fn the_store_checks_every_request() {
-    let file = ModelFile::from_source(
+    let file = LlmwFile::from_source(
         MemSource::new(small().llmw_bytes().unwrap()),
         &OpenOptions::default(),
     )
@@ -134,12 +134,12 @@ fn llmw_parse_options_apply() {
     let limits = sipllm_llmw::Limits { max_array_len: 4, ..Default::default() };
     let opts =
         OpenOptions::default().with_llmw(sipllm_llmw::ParseOptions::default().with_limits(limits));
-    let err = ModelFile::from_source(MemSource::new(bytes.clone()), &opts).unwrap_err();
+    let err = LlmwFile::from_source(MemSource::new(bytes.clone()), &opts).unwrap_err();
     assert_eq!(err.code(), "llmw::limits::array_too_long");
     assert!(err.to_string().contains("tokenizer.ggml.tokens"), "{err}");
     // GGUF options do not affect a .llmw file (and the reverse).
     let gguf_strict = OpenOptions::default().with_profile(sipllm_gguf::Profile::Strict);
-    assert!(ModelFile::from_source(MemSource::new(bytes), &gguf_strict).is_ok());
+    assert!(LlmwFile::from_source(MemSource::new(bytes), &gguf_strict).is_ok());
 }
 
 /// llama.cpp reads only GGUF, so under the llama-cpp profile ("will llama.cpp load this?") a
@@ -203,7 +203,7 @@ fn exercise(bytes: &[u8], opts: &OpenOptions) -> Result<usize, String> {
 fn every_prefix_opens_only_when_the_data_is_complete() {
     let bytes = small().llmw_bytes().unwrap();
     let opts = OpenOptions::default();
-    let full = ModelFile::from_source(MemSource::new(bytes.clone()), &opts).unwrap();
+    let full = LlmwFile::from_source(MemSource::new(bytes.clone()), &opts).unwrap();
     let data_start = full.llmw().data_start() as usize;
     for cut in 0..=bytes.len() {
         let result = exercise(&bytes[..cut], &opts);
@@ -218,7 +218,7 @@ fn every_prefix_opens_only_when_the_data_is_complete() {
     }
     // Cut inside the data, the error names the first tensor that does not fit.
     let cut = bytes[..bytes.len() - 1].to_vec();
-    let err = ModelFile::from_source(MemSource::new(cut), &opts).unwrap_err();
+    let err = LlmwFile::from_source(MemSource::new(cut), &opts).unwrap_err();
     let last = full.tensors().last().unwrap();
     assert!(err.to_string().contains(&format!("{:?}", last.name)), "{err}");
     assert!(matches!(err, StreamError::ParseLlmw { .. }));
@@ -229,7 +229,7 @@ fn single_byte_corruptions_never_panic() {
     let bytes = small().llmw_bytes().unwrap();
     let opts = OpenOptions::default().with_readahead(1);
     let data_start =
-        ModelFile::from_source(MemSource::new(bytes.clone()), &opts).unwrap().llmw().data_start();
+        LlmwFile::from_source(MemSource::new(bytes.clone()), &opts).unwrap().llmw().data_start();
     let mut opened = 0;
     let mut codes = std::collections::BTreeSet::new();
     // Every byte of the header, directory and padding, and the first bytes of the data.

@@ -1,12 +1,12 @@
 //! The collapsed metadata view: typed accessors and their errors, lazy lists, and a second
 //! (non-GGUF) source built from the shared pieces, indistinguishable through the seam.
 
-use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_gguf::{GgmlType, Profile, ValueType};
 use sipllm_streaming::{
     FloatList, GgufFile, IntList, MemSource, Meta, MetaKind, MetaStr, OpenOptions, StrList,
     StreamError, TensorInfo, TensorStore, WeightSource,
 };
+use sipllm_testkit::{GgufBuilder, Value};
 use smallvec::smallvec;
 
 fn file() -> GgufFile {
@@ -260,7 +260,7 @@ fn another_format_is_indistinguishable_through_the_seam() {
             Value::array(ValueType::Float32, vec![Value::Float32(-1.0), Value::Float32(0.0)]),
         )
         .kv("tokenizer.ggml.tokens", Value::strings(["<s>", "hi"]))
-        .tensor_info(sipllm_gguf::builder::Tensor {
+        .tensor_info(sipllm_testkit::Tensor {
             name: b"w".to_vec(),
             dims: vec![8, 2],
             type_code: GgmlType::F32.code(),

@@ -4,11 +4,11 @@
 mod common;
 
 use common::{Instrumented, TempFile};
-use sipllm_gguf::builder::{GgufBuilder, Tensor};
 use sipllm_gguf::{GgmlType, Profile};
 use sipllm_streaming::{
     Backend, FileBacking, GgufFile, MemSource, OpenOptions, ReadAt, StreamError, WeightSource,
 };
+use sipllm_testkit::{GgufBuilder, Tensor};
 
 /// An f32 matrix with `n_out` rows of `n_in` values, element (r, c) = 10 r + c.
 fn matrix_bytes(n_out: u64, n_in: u64) -> Vec<u8> {

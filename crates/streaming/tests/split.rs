@@ -7,7 +7,6 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_gguf::{GgmlType, MetaValue, ValueType};
 use sipllm_streaming::split::{
     KEY_COUNT, KEY_NO, KEY_TENSORS_COUNT, SplitLimit, SplitOptions, WrittenFile, merge, merge_set,
@@ -16,6 +15,7 @@ use sipllm_streaming::split::{
 use sipllm_streaming::{
     GgufFile, MemSource, Model, OpenOptions, SplitFile, StreamError, WeightSource, open_model,
 };
+use sipllm_testkit::{GgufBuilder, Value};
 
 use common::{TempDir, shared_dir};
 

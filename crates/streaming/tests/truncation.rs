@@ -6,11 +6,11 @@ mod common;
 use std::fs::OpenOptions as FsOpenOptions;
 
 use common::TempFile;
-use sipllm_gguf::builder::{GgufBuilder, Value};
-use sipllm_gguf::{GgmlType, PathSeg};
+use sipllm_gguf::{GgmlType, error::PathSeg};
 use sipllm_streaming::{
     Backend, GgufFile, MemSource, OpenOptions, StreamError, TensorInfo, TensorStore, WeightSource,
 };
+use sipllm_testkit::{GgufBuilder, Value};
 use smallvec::smallvec;
 
 /// Four tensors: a (128 B) at 0, b (64 B) at 128, c (128 B) at 192, d (32 B) at 320.

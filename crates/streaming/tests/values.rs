@@ -6,10 +6,10 @@ mod common;
 
 use common::{Instrumented, sha256_hex, shared_dir};
 use sipllm_gguf::GgmlType;
-use sipllm_gguf::builder::{GgufBuilder, Tensor};
 use sipllm_streaming::{
     GgufFile, MemSource, OpenOptions, StreamError, VALUES_CHUNK_BYTES, WeightSource,
 };
+use sipllm_testkit::{GgufBuilder, Tensor};
 
 /// gguf-py's value hashes (`scripts/quants_expect.py`, rows `tensor FILE NAME TYPE SHA256`).
 const EXPECT: &str = include_str!("../../quants/tests/expect.tsv");
@@ -52,7 +52,7 @@ fn random(len: usize, seed: u64) -> Vec<u8> {
 /// A file with one tensor of `ty`, `rows` rows of `ne0` values, random bytes: (the tensor's
 /// bytes, the file's bytes).
 fn one_tensor_bytes(ty: GgmlType, ne0: u64, rows: u64) -> (Vec<u8>, Vec<u8>) {
-    let len = sipllm_gguf::tensor_nbytes(ty, &[ne0, rows]).unwrap() as usize;
+    let len = sipllm_gguf::ggml::tensor_nbytes(ty, &[ne0, rows]).unwrap() as usize;
     let data = random(len, u64::from(ty.code()));
     let bytes = GgufBuilder::new()
         .tensor_info(Tensor {

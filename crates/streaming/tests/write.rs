@@ -6,10 +6,10 @@ use std::io::{self, Read};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
 
-use sipllm_gguf::builder::{GgufBuilder, Value};
-use sipllm_gguf::{GgmlType, GgufWriter};
+use sipllm_gguf::{GgmlType, writer::GgufWriter};
 use sipllm_streaming::write::{BuildStats, ReaderData};
 use sipllm_streaming::{AtomicFile, GgufFileBuilder, StreamError, TensorData, copy_range};
+use sipllm_testkit::{GgufBuilder, Value};
 
 mod common;
 use common::dir_entries;

@@ -31,11 +31,11 @@ use std::io::{self, Read, Write};
 use std::path::Path;
 
 use sipllm_gguf::writer::{TensorDesc, Value};
-use sipllm_gguf::{GgufWriter, MetaValue, PADDING_KEY, ValueType};
-use sipllm_llmw::ModelWriter;
+use sipllm_gguf::{MetaValue, ValueType, writer::GgufWriter, writer::PADDING_KEY};
+use sipllm_llmw::LlmwWriter;
 use sipllm_streaming::write::{AtomicFile, GgufFileBuilder, TensorData, write_llmw_into};
 use sipllm_streaming::{
-    Backend, FileBacking, Format, GgufFile, Meta, Model, ModelFile, OpenOptions, ReadAt,
+    Backend, FileBacking, Format, GgufFile, LlmwFile, Meta, Model, OpenOptions, ReadAt,
     StreamError, WeightSource, identity,
 };
 
@@ -224,7 +224,7 @@ fn to_llmw(value: MetaValue<'_>) -> Result<LlmwValue<'_>, String> {
 }
 
 /// Reads `[pos, end)` of the source through the streaming seam (`read_raw_at`), for
-/// `ModelWriter::add_tensor_from_reader`.
+/// `LlmwWriter::add_tensor_from_reader`.
 struct RangeReader<'a> {
     source: &'a dyn WeightSource,
     pos: u64,
@@ -252,7 +252,7 @@ fn gguf_to_llmw(src: &GgufFile, args: &ConvertArgs) -> Result<Done, Exit> {
             display(&args.input)
         )));
     }
-    let mut writer = ModelWriter::new();
+    let mut writer = LlmwWriter::new();
     let mut unsupported = Vec::new();
     let mut kept: Vec<String> = Vec::new();
     let mut dropped = Vec::new();
@@ -333,7 +333,7 @@ fn gguf_to_llmw(src: &GgufFile, args: &ConvertArgs) -> Result<Done, Exit> {
     })
 }
 
-fn llmw_to_gguf(src: &ModelFile, file: &File, args: &ConvertArgs) -> Result<Done, Exit> {
+fn llmw_to_gguf(src: &LlmwFile, file: &File, args: &ConvertArgs) -> Result<Done, Exit> {
     let llmw = src.llmw();
     let arch = llmw.get_str("general.architecture");
     let mut writer = GgufWriter::new();
@@ -503,7 +503,7 @@ fn write_check_and_commit<T, E: std::fmt::Display>(
         let backing = FileBacking::from_file(file, out, Backend::Pread)?;
         Ok::<_, StreamError>(match format {
             Format::Gguf => Model::from(GgufFile::from_backing(backing, &OpenOptions::default())?),
-            _ => Model::from(ModelFile::from_backing(backing, &OpenOptions::default())?),
+            _ => Model::from(LlmwFile::from_backing(backing, &OpenOptions::default())?),
         })
     })()
     .map_err(|e| fail(format!("it does not re-open: {}", escape::message(&e.to_string()))))?;

@@ -42,7 +42,10 @@ use std::path::{Path, PathBuf};
 
 use clap::ArgMatches;
 use sipllm_gguf::writer::Value;
-use sipllm_gguf::{GgmlType, Gguf, GgufWriter, Limits, PADDING_KEY, ValueType, WriteError};
+use sipllm_gguf::{
+    GgmlType, Gguf, Limits, ValueType, writer::GgufWriter, writer::PADDING_KEY, writer::WriteError,
+};
+use sipllm_streaming::HeaderBytes;
 use sipllm_streaming::identity;
 use sipllm_streaming::in_place::{self, BackupDefect, HeaderBackup, rewrite_header_locked};
 use sipllm_streaming::lock::ExclusiveLock;
@@ -377,13 +380,13 @@ pub fn apply(
             Edit::Delete { key } => {
                 if key == "general.alignment"
                     && let Mode::InPlace { alignment } = mode
-                    && alignment != sipllm_gguf::DEFAULT_ALIGNMENT
+                    && alignment != sipllm_gguf::decoder::DEFAULT_ALIGNMENT
                 {
                     return Err(format!(
                         "deleting general.alignment would change the alignment from {alignment} \
                          to {}, which moves every tensor's data; in place only the header is \
                          rewritten. Use -o OUT to write a new file",
-                        sipllm_gguf::DEFAULT_ALIGNMENT
+                        sipllm_gguf::decoder::DEFAULT_ALIGNMENT
                     ));
                 }
                 if !writer.remove(key.as_bytes()) {
@@ -543,8 +546,8 @@ pub struct Planned {
 
 fn plan_tensors(
     writer: &GgufWriter<'_>,
-    source: &Gguf<Vec<u8>>,
-    layout: &sipllm_gguf::Layout,
+    source: &Gguf<HeaderBytes>,
+    layout: &sipllm_gguf::writer::Layout,
 ) -> Vec<Planned> {
     writer
         .tensors()
@@ -980,7 +983,10 @@ fn rewrite_header(
 /// directory ended (so, with [`place_padding`], every byte after the edits stays where it was)
 /// when a padding pair can do that; otherwise at the source's data offset (absorbing its
 /// alignment padding). Returns the padding pair's size (0: none).
-fn fit_in_place(writer: &mut GgufWriter<'_>, source: &Gguf<Vec<u8>>) -> Result<u64, WriteError> {
+fn fit_in_place(
+    writer: &mut GgufWriter<'_>,
+    source: &Gguf<impl AsRef<[u8]>>,
+) -> Result<u64, WriteError> {
     let dir_end = source.directory().directory_end();
     let data_offset = source.data_offset();
     if dir_end < data_offset {
@@ -1002,7 +1008,7 @@ fn fit_in_place(writer: &mut GgufWriter<'_>, source: &Gguf<Vec<u8>>) -> Result<u
 /// and must be backed up and rewritten — are only those between the first edit and the
 /// padding, not the whole vocabulary after it. (Where it goes does not change the header's
 /// length.)
-fn place_padding(writer: &mut GgufWriter<'_>, source: &Gguf<Vec<u8>>) {
+fn place_padding(writer: &mut GgufWriter<'_>, source: &Gguf<impl AsRef<[u8]>>) {
     let pad = PADDING_KEY.as_bytes();
     let old: Vec<(&[u8], Value<'_>)> = source
         .metadata()
@@ -1079,8 +1085,8 @@ fn recover(path: &Path) -> io::Result<Exit> {
 #[allow(clippy::single_range_in_vec_init)] // runs of bytes, one on purpose
 mod tests {
     use super::*;
-    use sipllm_gguf::builder::{GgufBuilder, Value as B};
     use sipllm_streaming::in_place::{BLOCK, changed_runs};
+    use sipllm_testkit::{GgufBuilder, Value as B};
 
     /// An edit near the start of a large header touches a block or two: the padding pair goes
     /// right after the edited pair, not after the vocabulary.

@@ -65,10 +65,10 @@ pub fn str(s: &str) -> Cow<'_, str> {
 }
 
 /// A key or tensor name for a table: escaped like [`text`], and past
-/// [`MAX_SHOWN_NAME`](sipllm_gguf::MAX_SHOWN_NAME) characters cut, with the marker
+/// [`MAX_SHOWN_NAME`](sipllm_gguf::error::MAX_SHOWN_NAME) characters cut, with the marker
 /// `… (N bytes)` giving the whole length, so an 8 MiB name is one bounded cell.
 pub fn name(bytes: &[u8]) -> Cow<'_, str> {
-    let max = sipllm_gguf::MAX_SHOWN_NAME;
+    let max = sipllm_gguf::error::MAX_SHOWN_NAME;
     if bytes.len() <= max {
         return text(bytes);
     }
@@ -186,11 +186,14 @@ mod tests {
     fn long_names_are_cut_with_their_length() {
         let long = vec![b'a'; 1 << 20];
         let shown = name(&long);
-        assert_eq!(shown, format!("{}… (1048576 bytes)", "a".repeat(sipllm_gguf::MAX_SHOWN_NAME)));
+        assert_eq!(
+            shown,
+            format!("{}… (1048576 bytes)", "a".repeat(sipllm_gguf::error::MAX_SHOWN_NAME))
+        );
         assert_eq!(name(b"blk.0.attn_q.weight"), "blk.0.attn_q.weight");
-        let edge = vec![b'\n'; sipllm_gguf::MAX_SHOWN_NAME];
+        let edge = vec![b'\n'; sipllm_gguf::error::MAX_SHOWN_NAME];
         // A name within the limit is shown whole, however it escapes (at most 10 × longer).
-        assert_eq!(name(&edge), "\\n".repeat(sipllm_gguf::MAX_SHOWN_NAME));
+        assert_eq!(name(&edge), "\\n".repeat(sipllm_gguf::error::MAX_SHOWN_NAME));
     }
 
     #[test]

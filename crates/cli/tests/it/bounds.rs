@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sipllm_gguf::GgmlType;
-use sipllm_gguf::builder::GgufBuilder;
+use sipllm_testkit::GgufBuilder;
 
 use crate::files::{valid, write};
 use crate::support::{Run, sipllm, temp_dir};
@@ -20,7 +20,7 @@ use crate::support::{Run, sipllm, temp_dir};
 fn a_line_feed_and_a_backslash_n_are_different_names() {
     let dir = temp_dir("bounds-escape");
     let bytes = GgufBuilder::new()
-        .kv("general.architecture", sipllm_gguf::builder::Value::str("llama"))
+        .kv("general.architecture", sipllm_testkit::Value::str("llama"))
         .tensor("a\nb", GgmlType::F32, &[4])
         .tensor("a\\nb", GgmlType::F32, &[8])
         .build();
@@ -205,11 +205,11 @@ fn every_command_refuses_a_fifo_instead_of_hanging() {
 fn long_name_files(dir: &Path) -> [String; 2] {
     let long = "a".repeat(8 << 20);
     let name = GgufBuilder::new()
-        .kv("general.architecture", sipllm_gguf::builder::Value::str("llama"))
+        .kv("general.architecture", sipllm_testkit::Value::str("llama"))
         .tensor(&long, GgmlType::F32, &[4])
         .build();
     let key = GgufBuilder::new()
-        .kv(&"k".repeat(8 << 20), sipllm_gguf::builder::Value::Uint32(1))
+        .kv(&"k".repeat(8 << 20), sipllm_testkit::Value::Uint32(1))
         .tensor("t", GgmlType::F32, &[4])
         .build();
     [write(dir, "long-name.gguf", &name), write(dir, "long-key.gguf", &key)]
@@ -244,7 +244,7 @@ fn diagnostics_elide_long_names() {
 #[test]
 fn a_flipped_bit_in_a_key_length_gives_a_short_diagnostic() {
     let dir = temp_dir("bounds-flipped-bit");
-    let mut header = sipllm_gguf::builder::llama3::builder(1).build_header();
+    let mut header = sipllm_testkit::llama3::builder(1).build_header();
     let key = b"tokenizer.ggml.merges";
     let mut field = (key.len() as u64).to_le_bytes().to_vec();
     field.extend_from_slice(key);

@@ -2,8 +2,8 @@
 
 use sha2::{Digest, Sha256};
 use sipllm_cli::render::json::hex;
-use sipllm_gguf::builder::pattern;
-use sipllm_llmw::{GgmlType, ModelWriter};
+use sipllm_llmw::{GgmlType, LlmwWriter};
+use sipllm_testkit::pattern;
 
 use crate::files::{valid, write};
 use crate::support::{golden, shared, sipllm, temp_dir};
@@ -120,7 +120,7 @@ fn read_writes_the_stored_bytes() {
 
 fn llmw_file() -> Vec<u8> {
     let data = pattern(0, 4 * 3 * 4);
-    let mut w = ModelWriter::new();
+    let mut w = LlmwWriter::new();
     w.add_meta_str("general.architecture", "llama")
         .unwrap()
         .add_meta_str("general.name", "tiny-llmw")

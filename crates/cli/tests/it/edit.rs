@@ -8,9 +8,9 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value as Json;
-use sipllm_gguf::builder::{GgufBuilder, Value};
-use sipllm_gguf::{Endian, GgmlType, PADDING_KEY};
+use sipllm_gguf::{Endian, GgmlType, writer::PADDING_KEY};
 use sipllm_streaming::in_place::{HeaderBackup, overwrite_runs};
+use sipllm_testkit::{GgufBuilder, Value};
 
 use crate::support::{golden, sipllm, temp_dir};
 
@@ -260,7 +260,7 @@ fn in_place_refusals_say_why_and_change_nothing() {
     assert!(transcript.contains("before m.gguf's data section; use -o OUT"));
     // A file whose data is not where the canonical layout puts it: refused too.
     let gap = model()
-        .tensor_info(sipllm_gguf::builder::Tensor {
+        .tensor_info(sipllm_testkit::Tensor {
             name: b"late.weight".to_vec(),
             dims: vec![8],
             type_code: GgmlType::F32.code(),
@@ -290,7 +290,7 @@ fn every_error_is_clear_and_writes_nothing() {
     let src = write(&dir, "m.gguf", &model().build());
     std::fs::write(dir.join("latin1.txt"), b"caf\xe9").unwrap();
     let llmw = {
-        let mut w = sipllm_llmw::ModelWriter::new();
+        let mut w = sipllm_llmw::LlmwWriter::new();
         w.add_meta_i64("a", 1).unwrap();
         w.to_vec().unwrap()
     };
@@ -592,7 +592,7 @@ fn a_sparse_model_stays_sparse_and_keeps_its_tensor_hashes() {
         .tensor("c.weight", GgmlType::F32, &[n])
         .tensor("d.weight", GgmlType::F32, &[n]);
     let header = b.build_header();
-    let data_offset = sipllm_gguf::align_up(header.len() as u64, 32).unwrap();
+    let data_offset = sipllm_gguf::ggml::align_up(header.len() as u64, 32).unwrap();
     let g = {
         let mut bytes = header.clone();
         bytes.resize(data_offset as usize, 0);
@@ -605,10 +605,10 @@ fn a_sparse_model_stays_sparse_and_keeps_its_tensor_hashes() {
         use std::os::unix::fs::FileExt;
         let f = std::fs::File::create(&path).unwrap();
         f.write_all_at(&header, 0).unwrap();
-        f.set_len(sipllm_gguf::align_up(end, 32).unwrap()).unwrap();
+        f.set_len(sipllm_gguf::ggml::align_up(end, 32).unwrap()).unwrap();
         for (i, t) in g.tensor_infos().iter().enumerate() {
             let at = t.abs_offset();
-            let bytes = sipllm_gguf::builder::pattern(i, 4096);
+            let bytes = sipllm_testkit::pattern(i, 4096);
             f.write_all_at(&bytes, at).unwrap();
             f.write_all_at(&bytes, at + t.nbytes().unwrap() / 2 + 12345).unwrap();
             f.write_all_at(&bytes[..100], at + t.nbytes().unwrap() - 100).unwrap();

@@ -5,8 +5,8 @@ use sipllm_cli::commands::validate::check;
 use sipllm_cli::diagnostic::{FileDiagnostic, Renderer};
 use sipllm_cli::open::OpenSettings;
 use sipllm_gguf::Profile;
-use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_streaming::{Backend, FileBacking, ReadAt};
+use sipllm_testkit::{GgufBuilder, Value};
 
 use crate::files::{cases, valid, write};
 use crate::support::{sample_path, sipllm, temp_dir};

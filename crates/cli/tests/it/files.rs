@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use sipllm_gguf::GgmlType;
-use sipllm_gguf::builder::{GgufBuilder, Tensor, Value};
 use sipllm_gguf::{Endian, ValueType};
+use sipllm_testkit::{GgufBuilder, Tensor, Value};
 
 /// A file to write, what it is, the extra `validate` arguments and the exit code expected.
 pub(crate) struct Case {

@@ -17,8 +17,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use sipllm_gguf::builder::{GgufBuilder, Tensor, Value, llama3};
 use sipllm_gguf::{GgmlType, ParseOptions, Profile};
+use sipllm_testkit::{GgufBuilder, Tensor, Value, llama3};
 
 use crate::files::{cases, odd_values, valid};
 use crate::support::{shared, temp_dir};
@@ -279,7 +279,7 @@ fn no_command_exceeds_64_mib_plus_the_header() {
         .iter()
         .map(|t| {
             let ty = GgmlType::from_code(t.type_code);
-            sipllm_gguf::tensor_nbytes(ty, &t.dims).unwrap().next_multiple_of(32)
+            sipllm_gguf::ggml::tensor_nbytes(ty, &t.dims).unwrap().next_multiple_of(32)
         })
         .sum();
     {

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sipllm_gguf::GgmlType;
-use sipllm_gguf::builder::{GgufBuilder, Value as Kv};
 use sipllm_remote::test_server::{Body, Fault, ServerOptions, TestServer};
+use sipllm_testkit::{GgufBuilder, Value as Kv};
 
 use crate::support::{sample_path, shared, sipllm, temp_dir};
 

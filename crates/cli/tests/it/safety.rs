@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use sipllm_gguf::GgmlType;
-use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_streaming::in_place::{HeaderBackup, overwrite_runs};
+use sipllm_testkit::{GgufBuilder, Value};
 
 use crate::edit::model;
 use crate::support::{sipllm, temp_dir};
@@ -381,7 +381,7 @@ fn a_killed_re_split_never_leaves_a_mixed_set() {
             .tensor("b", GgmlType::I8, &[8 << 20])
             .tensor("c", GgmlType::I8, &[8 << 20]);
         let header = b.build_header();
-        let off = sipllm_gguf::align_up(header.len() as u64, 32).unwrap() as usize;
+        let off = sipllm_gguf::ggml::align_up(header.len() as u64, 32).unwrap() as usize;
         let mut bytes = header;
         bytes.resize(off, 0);
         bytes.resize(off + 3 * (8 << 20), fill);

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use sipllm_gguf::GgmlType;
-use sipllm_gguf::builder::{GgufBuilder, Value as Kv};
+use sipllm_testkit::{GgufBuilder, Value as Kv};
 
 use crate::support::{sample_path, shared, sipllm, temp_dir};
 

@@ -2,7 +2,7 @@
 
 use sha2::{Digest, Sha256};
 use sipllm_gguf::GgmlType;
-use sipllm_gguf::builder::{GgufBuilder, Tensor};
+use sipllm_testkit::{GgufBuilder, Tensor};
 
 use crate::files::{self, write};
 use crate::support::{golden, sample_path, shared, sipllm, temp_dir};

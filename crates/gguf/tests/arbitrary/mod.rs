@@ -1,11 +1,11 @@
 //! Shared by the integration tests: proptest strategies for valid GGUF files built with
-//! `sipllm_gguf::builder`, a chunked decoding driver, and value comparison.
+//! `sipllm_testkit`, a chunked decoding driver, and value comparison.
 
 #![allow(dead_code)]
 
 use proptest::prelude::*;
-use sipllm_gguf::builder::{GgufBuilder, Tensor, Value};
 use sipllm_gguf::{Decoder, Directory, Endian, Error, Event, GgmlType, ParseOptions, ValueType};
+use sipllm_testkit::{GgufBuilder, Tensor, Value};
 
 /// Decodes `bytes` by appending chunks whose sizes come from `sizes` (cycled; 0 means "exactly
 /// what the decoder asked for"), exactly as a streaming reader would.

@@ -1,7 +1,7 @@
 //! Chunked and whole parses agree; truncation anywhere before the data section is
 //! `unexpected_eof` at the end of the input; truncation inside the data is `out_of_bounds`.
 
-use sipllm_llmw::{Llmw, ModelWriter, ParseOptions, parse, parse_with};
+use sipllm_llmw::{Llmw, LlmwWriter, ParseOptions, parse, parse_with};
 
 use crate::support::{Rng, assert_chunkings_agree, metadata, sample_file};
 
@@ -61,7 +61,7 @@ fn truncation_errors_name_the_item() {
 #[test]
 fn a_large_vocabulary_streams_in_small_chunks_without_rescanning() {
     let tokens: Vec<String> = (0..20_000).map(|i| format!("tok{i}·")).collect();
-    let mut w = ModelWriter::new();
+    let mut w = LlmwWriter::new();
     w.add_meta_strs("tokenizer.tokens", &tokens).unwrap();
     w.add_meta_f64s("tokenizer.scores", (0..20_000).map(f64::from)).unwrap();
     let bytes = w.to_vec().unwrap();

@@ -1,10 +1,10 @@
-//! Property: whatever the ModelWriter accepts, the parser reads back identically (metadata,
+//! Property: whatever the LlmwWriter accepts, the parser reads back identically (metadata,
 //! tensors, bytes), under every chunking.
 
 use proptest::collection::{btree_map, vec};
 use proptest::prelude::*;
 
-use sipllm_llmw::{GgmlType, ModelWriter, ParseOptions, parse};
+use sipllm_llmw::{GgmlType, LlmwWriter, ParseOptions, parse};
 
 use crate::support::{Owned, Rng, assert_chunkings_agree, metadata};
 
@@ -46,7 +46,7 @@ fn tensor() -> impl Strategy<Value = Tensor> {
             dims.push(blocks * dtype.block_size().unwrap());
             let gguf: Vec<u64> = dims.iter().rev().copied().collect();
             // The workspace's one size helper, in GGUF order.
-            let n = sipllm_gguf::tensor_nbytes(dtype, &gguf).unwrap();
+            let n = sipllm_gguf::ggml::tensor_nbytes(dtype, &gguf).unwrap();
             let mut rng = Rng::new(seed);
             let data = (0..n).map(|_| rng.next() as u8).collect();
             Tensor { dtype, dims, data }
@@ -54,7 +54,7 @@ fn tensor() -> impl Strategy<Value = Tensor> {
     )
 }
 
-fn add(w: &mut ModelWriter<'_>, key: &str, v: &Owned) {
+fn add(w: &mut LlmwWriter<'_>, key: &str, v: &Owned) {
     let r = match v {
         Owned::I64(x) => w.add_meta_i64(key, *x),
         Owned::F64(x) => w.add_meta_f64(key, f64::from_bits(*x)),
@@ -77,7 +77,7 @@ proptest! {
     ) {
         let meta: Vec<(String, Owned)> = meta.into_iter().collect();
         let tensors: Vec<(String, Tensor)> = tensors.into_iter().collect();
-        let mut w = ModelWriter::new();
+        let mut w = LlmwWriter::new();
         for (k, v) in &meta {
             add(&mut w, k, v);
         }

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use sipllm_llmw::{
-    Decoder, Directory, Error, Event, GgmlType, Llmw, MetaValue, ModelWriter, ParseOptions,
+    Decoder, Directory, Error, Event, GgmlType, Llmw, LlmwWriter, MetaValue, ParseOptions,
 };
 
 /// Writes `.llmw` fields one by one, valid or not. `pos()` gives the offset of the next field,
@@ -211,8 +211,8 @@ pub(crate) fn assert_chunkings_agree(
 }
 
 /// A file that uses every metadata type and a few dtypes (version 2).
-pub(crate) fn sample_writer(data: &[Vec<u8>]) -> ModelWriter<'_> {
-    let mut w = ModelWriter::new();
+pub(crate) fn sample_writer(data: &[Vec<u8>]) -> LlmwWriter<'_> {
+    let mut w = LlmwWriter::new();
     w.add_meta_str("general.architecture", "toy").unwrap();
     w.add_meta_i64("toy.context_length", 2048).unwrap();
     w.add_meta_f64("toy.rope.freq_base", 10000.5).unwrap();

@@ -1,8 +1,8 @@
-//! ModelWriter: round trips, versions, validation on add, readers, atomic path writes.
+//! LlmwWriter: round trips, versions, validation on add, readers, atomic path writes.
 
 use std::io::{self, Read};
 
-use sipllm_llmw::{GgmlType, ModelWriter, WriteError, parse};
+use sipllm_llmw::{GgmlType, LlmwWriter, WriteError, parse};
 
 use crate::support::{Owned, Scratch, metadata, sample_data, sample_file, sample_writer};
 
@@ -63,14 +63,14 @@ fn the_sample_round_trips() {
 
 #[test]
 fn version_1_without_arrays_2_with() {
-    let mut w = ModelWriter::new();
+    let mut w = LlmwWriter::new();
     w.add_meta_i64("a", 1).unwrap().add_meta_f64("b", 2.0).unwrap().add_meta_str("c", "x").unwrap();
     assert_eq!(w.version(), 1);
     let bytes = w.to_vec().unwrap();
     assert_eq!(&bytes[..8], b"LLMW\x01\0\0\0");
     assert_eq!(parse(&bytes).unwrap().version(), 1);
 
-    let mut w = ModelWriter::new();
+    let mut w = LlmwWriter::new();
     w.add_meta_i64s("a", []).unwrap();
     assert_eq!(w.version(), 2);
     let bytes = w.to_vec().unwrap();
@@ -81,7 +81,7 @@ fn version_1_without_arrays_2_with() {
 
 #[test]
 fn an_empty_writer_writes_a_bare_header() {
-    let bytes = ModelWriter::new().to_vec().unwrap();
+    let bytes = LlmwWriter::new().to_vec().unwrap();
     assert_eq!(bytes, b"LLMW\x01\0\0\0\0\0\0\0\0\0\0\0");
     let f = parse(&bytes).unwrap();
     assert_eq!((f.meta_len(), f.tensors().len(), f.data_start()), (0, 0, 64));
@@ -91,7 +91,7 @@ fn an_empty_writer_writes_a_bare_header() {
 fn the_layout_is_packed_at_64() {
     let a = [1u8; 4 * 3];
     let b = [2u8; 4 * 20];
-    let mut w = ModelWriter::new();
+    let mut w = LlmwWriter::new();
     w.add_tensor("a", GgmlType::F32, &[3], &a).unwrap();
     w.add_tensor("b", GgmlType::F32, &[4, 5], &b).unwrap();
     let layout = w.layout().unwrap();
@@ -108,7 +108,7 @@ fn the_layout_is_packed_at_64() {
 
 #[test]
 fn bad_items_are_refused_when_added() {
-    let mut w = ModelWriter::new();
+    let mut w = LlmwWriter::new();
     w.add_meta_i64("k", 1).unwrap();
     assert!(matches!(w.add_meta_i64("", 1), Err(WriteError::EmptyKey)));
     assert!(
@@ -116,7 +116,7 @@ fn bad_items_are_refused_when_added() {
     );
     let d = [0u8; 64];
     w.add_tensor("t", GgmlType::F32, &[16], &d).unwrap();
-    let err = |r: Result<&mut ModelWriter<'_>, WriteError>| r.map(|_| ()).unwrap_err();
+    let err = |r: Result<&mut LlmwWriter<'_>, WriteError>| r.map(|_| ()).unwrap_err();
     assert!(matches!(err(w.add_tensor("", GgmlType::F32, &[16], &d)), WriteError::EmptyName));
     assert!(matches!(
         err(w.add_tensor("t", GgmlType::F32, &[16], &d)),
@@ -199,11 +199,11 @@ impl<R: Read> Read for Trickle<R> {
 fn reader_tensors_write_the_same_bytes_as_slices() {
     let big: Vec<u8> = (0..1_000_003u32 * 4).map(|i| (i % 251) as u8).collect();
     let small: Vec<u8> = (0..68).collect();
-    let mut a = ModelWriter::new();
+    let mut a = LlmwWriter::new();
     a.add_meta_str("k", "v").unwrap();
     a.add_tensor("big", GgmlType::F32, &[1_000_003], &big).unwrap();
     a.add_tensor("small", GgmlType::Q8_0, &[2, 32], &small).unwrap();
-    let mut b = ModelWriter::new();
+    let mut b = LlmwWriter::new();
     b.add_meta_str("k", "v").unwrap();
     b.add_tensor_from_reader("big", GgmlType::F32, &[1_000_003], &big[..]).unwrap();
     b.add_tensor_from_reader(
@@ -222,14 +222,14 @@ fn reader_tensors_write_the_same_bytes_as_slices() {
 #[test]
 fn readers_must_yield_exactly_the_size() {
     let short = [0u8; 63];
-    let mut w = ModelWriter::new();
+    let mut w = LlmwWriter::new();
     w.add_tensor_from_reader("t", GgmlType::F32, &[16], &short[..]).unwrap();
     assert!(matches!(w.to_vec(), Err(WriteError::ReaderTooShort { expected: 64, got: 63, .. })));
     let long = [0u8; 65];
-    let mut w = ModelWriter::new();
+    let mut w = LlmwWriter::new();
     w.add_tensor_from_reader("t", GgmlType::F32, &[16], &long[..]).unwrap();
     assert!(matches!(w.to_vec(), Err(WriteError::ReaderTooLong { expected: 64, .. })));
-    let mut w = ModelWriter::new();
+    let mut w = LlmwWriter::new();
     w.add_tensor_from_reader("t", GgmlType::F32, &[16], Failing { ok: 10 }).unwrap();
     assert!(matches!(w.to_vec(), Err(WriteError::Io(e)) if e.to_string() == "disk on fire"));
 }
@@ -251,7 +251,7 @@ fn write_to_path_writes_the_same_bytes_and_replaces_atomically() {
 fn a_failed_write_leaves_no_file_at_the_destination() {
     let dir = Scratch::new("path-fail");
     let dest = dir.0.join("model.llmw");
-    let mut w = ModelWriter::new();
+    let mut w = LlmwWriter::new();
     w.add_meta_str("general.name", "x").unwrap();
     // Fails after 1 MiB of tensor data has gone to the temporary file.
     w.add_tensor_from_reader("t", GgmlType::F32, &[1 << 20], Failing { ok: 1 << 20 }).unwrap();
@@ -263,7 +263,7 @@ fn a_failed_write_leaves_no_file_at_the_destination() {
     // An existing file is left untouched by a failed write.
     std::fs::write(&dest, b"old contents").unwrap();
     let short = [0u8; 10];
-    let mut w = ModelWriter::new();
+    let mut w = LlmwWriter::new();
     w.add_tensor_from_reader("t", GgmlType::F32, &[16], &short[..]).unwrap();
     assert!(matches!(w.write_to_path(&dest), Err(WriteError::ReaderTooShort { .. })));
     assert_eq!(std::fs::read(&dest).unwrap(), b"old contents");
@@ -272,7 +272,7 @@ fn a_failed_write_leaves_no_file_at_the_destination() {
 
 #[test]
 fn a_destination_without_a_file_name_is_refused() {
-    let err = ModelWriter::new().write_to_path("/").unwrap_err();
+    let err = LlmwWriter::new().write_to_path("/").unwrap_err();
     assert!(
         matches!(err, WriteError::Io(ref e) if e.kind() == io::ErrorKind::InvalidInput),
         "{err}"
@@ -283,7 +283,7 @@ fn a_destination_without_a_file_name_is_refused() {
 #[test]
 fn the_docs_example_is_byte_exact() {
     let data: Vec<u8> = (0..24).collect();
-    let mut w = ModelWriter::new();
+    let mut w = LlmwWriter::new();
     w.add_meta_strs("tokens", ["a", "bc"]).unwrap();
     w.add_tensor("w", GgmlType::F32, &[2, 3], &data).unwrap();
     let bytes = w.to_vec().unwrap();

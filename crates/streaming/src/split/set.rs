@@ -3,7 +3,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use sipllm_gguf::NameIndex;
+use sipllm_format::NameIndex;
 
 use crate::MetaStr;
 use crate::error::StreamError;

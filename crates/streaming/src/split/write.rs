@@ -7,7 +7,7 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use sipllm_gguf::writer::Value;
-use sipllm_gguf::{Gguf, GgufWriter, TensorDesc, align_up};
+use sipllm_gguf::{Gguf, ggml::align_up, writer::GgufWriter, writer::TensorDesc};
 
 use crate::error::StreamError;
 use crate::gguf_file::GgufFile;

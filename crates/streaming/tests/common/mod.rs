@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use sipllm_gguf::builder::{GgufBuilder, llama3};
-use sipllm_gguf::{align_up, tensor_nbytes};
+use sipllm_gguf::{ggml::align_up, ggml::tensor_nbytes};
 use sipllm_streaming::ReadAt;
+use sipllm_testkit::{GgufBuilder, llama3};
 
 /// `../shared` beside the checkout, or `None` after saying loudly that it is absent.
 pub fn shared_dir(test: &str) -> Option<PathBuf> {

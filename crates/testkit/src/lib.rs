@@ -1,4 +1,5 @@
-//! A GGUF byte builder for tests, fuzz seeds and benchmarks.
+//! A GGUF byte builder for tests, fuzz seeds, benchmarks and doc examples (`publish = false`:
+//! it is no part of the parser's public surface).
 //!
 //! It writes a valid file by default (v3, little-endian, tensors packed at the alignment, data
 //! filled with a deterministic pattern) and lets every field be overridden — magic, version,
@@ -6,9 +7,9 @@
 //! build their hostile inputs instead of shipping blobs. It is not the GGUF writer: it will
 //! happily write files no reader accepts.
 
-use crate::ggml::{GgmlType, align_up, tensor_nbytes};
-use crate::header::Endian;
-use crate::value::{ArrayView, MetaValue, ValueType};
+use sipllm_gguf::Endian;
+use sipllm_gguf::ggml::{GgmlType, align_up, tensor_nbytes};
+use sipllm_gguf::value::{ArrayView, MetaValue, ValueType};
 
 /// A value to write. The scalar variants mirror [`ValueType`]; the rest write malformed data.
 #[derive(Debug, Clone, PartialEq)]
@@ -435,7 +436,7 @@ pub mod llama3 {
     //! splitmix64 generator, vocabulary, merges, chat template and 291 Q4_K_M tensor infos.
 
     use super::{GgufBuilder, Tensor, Value};
-    use crate::ggml::GgmlType;
+    use sipllm_gguf::ggml::GgmlType;
 
     /// Vocabulary size of Llama 3.
     pub const N_VOCAB: usize = 128_256;
