@@ -3,11 +3,9 @@
 //! length and path) — for every corpus file, for random valid files, and for random
 //! corruptions of them.
 
-mod arbitrary;
-
 use std::path::{Path, PathBuf};
 
-use arbitrary::{XorShift, arb_file, decode_chunked};
+use crate::arbitrary::{XorShift, arb_file, decode_chunked};
 use proptest::prelude::*;
 use sipllm_gguf::{Directory, Error, ParseOptions, Profile};
 

@@ -1,12 +1,10 @@
 //! The writer: byte-exact re-writes of canonical files (every corpus file, every builder-made
 //! file), round trips through both byte orders, and its refusals.
 
-mod arbitrary;
-
 use std::borrow::Cow;
 use std::path::Path;
 
-use arbitrary::arb_file;
+use crate::arbitrary::arb_file;
 use proptest::prelude::*;
 use sipllm_gguf::writer::Value;
 use sipllm_gguf::{

@@ -1,0 +1,15 @@
+//! The workspace's cross-crate tests, built as one binary: what no single crate owns.
+//!
+//! * `corpus`: conformance with the reference reader (gguf-py 0.19.0) over `../shared/corpus`,
+//!   loaded once by the `sipllm_tests` library — the parser (`parser`), the seam (`seam`),
+//!   `sipllm inspect --json` (`inspect`), and the commands that read tensor bytes
+//!   (`commands`). Without the corpus these tests are listed as ignored, with the reason;
+//! * `round_trips`: GGUF ↔ `.llmw` conversion and split/merge through the `sipllm` command,
+//!   byte for byte;
+//! * `fuzz_replay`: every committed fuzz input (`fuzz/regressions/`, `fuzz/seeds/`) through
+//!   every fuzz target's property check, on stable Rust.
+
+mod corpus;
+mod fuzz_replay;
+mod round_trips;
+mod support;
