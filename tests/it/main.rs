@@ -1,7 +1,8 @@
 //! The workspace's cross-crate tests, built as one binary: what no single crate owns.
 //!
 //! * `corpus`: conformance with the reference reader (gguf-py 0.19.0) over `../shared/corpus`,
-//!   loaded once by the `sipllm_tests` library — the parser (`parser`), the seam (`seam`),
+//!   loaded once by the `sipllm_tests` library — the parser (`parser`; chunk independence and
+//!   truncation in `chunking`; byte-exact re-writes in `writer`), the seam (`seam`),
 //!   `sipllm inspect --json` (`inspect`), and the commands that read tensor bytes
 //!   (`commands`). Without the corpus these tests are listed as ignored, with the reason;
 //! * `round_trips`: GGUF ↔ `.llmw` conversion and split/merge through the `sipllm` command,
