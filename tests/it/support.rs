@@ -10,6 +10,7 @@ pub(crate) struct Run {
     pub(crate) code: Option<i32>,
     pub(crate) stdout: String,
     pub(crate) stderr: String,
+    pub(crate) stdout_bytes: Vec<u8>,
 }
 
 impl Run {
@@ -41,6 +42,7 @@ pub(crate) fn sipllm(dir: &Path, args: &[&str]) -> Run {
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        stdout_bytes: out.stdout,
     };
     assert_ne!(run.code, Some(101), "sipllm {args:?} panicked:\n{}", run.stderr);
     assert!(run.code.is_some(), "sipllm {args:?} was killed by a signal");

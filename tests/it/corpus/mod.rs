@@ -8,5 +8,6 @@ mod chunking;
 mod commands;
 mod inspect;
 mod parser;
+mod remote;
 mod seam;
 mod writer;
