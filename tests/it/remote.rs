@@ -1,6 +1,6 @@
-//! URLs wherever a FILE is read: every reading command over the loopback range server gives
-//! what it gives for the local file; errors name the URL with their `remote::` code. (Every
-//! corpus file over HTTP: the workspace's `tests/it/corpus/remote.rs`.)
+//! URLs wherever a FILE is read (the `sipllm` command over `sipllm-remote`): every reading
+//! command over the loopback range server gives what it gives for the local file — on every
+//! corpus file too — and errors name the URL with their `remote::` code.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -48,6 +48,32 @@ fn same_output(dir: &Path, args: &[&str], local: &str, url: &str) -> String {
 
 fn parent(name: &str) -> String {
     name.rsplit_once('/').map_or(String::new(), |(d, _)| format!("{d}/"))
+}
+
+#[test]
+#[cfg_attr(not(has_corpus), ignore = "../shared/corpus not found beside the checkout")]
+fn every_corpus_file_reads_the_same_over_http() {
+    let files: Vec<PathBuf> = sipllm_tests::all().iter().map(|f| f.path.clone()).collect();
+    assert!(files.len() >= 15, "only {} corpus files", files.len());
+    let named: Vec<(String, PathBuf)> = files
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (format!("{i}-{}", p.file_name().unwrap().to_string_lossy()), p.clone()))
+        .collect();
+    let refs: Vec<(&str, &Path)> = named.iter().map(|(n, p)| (n.as_str(), p.as_path())).collect();
+    let server = serve(&refs, 42);
+    let dir = temp_dir("remote-corpus");
+    for (name, path) in &named {
+        let url = server.url(name);
+        let local = path.to_str().unwrap();
+        // The same view of the header, and the same verdict, for files that open.
+        same_output(&dir, &["inspect", "--json", "FILE"], local, &url);
+        same_output(&dir, &["validate", "--format", "json", "FILE"], local, &url);
+        // The same tensor bytes: the per-tensor manifest (readable files only).
+        same_output(&dir, &["verify", "--hash", "sha256", "--manifest", "-", "FILE"], local, &url);
+    }
+    // One request per small file to open it, a few for the rest; never one per field.
+    assert!(server.requests() <= 4 * named.len() as u64, "{} requests", server.requests());
 }
 
 /// A model with a 10 MiB tensor between two small ones.
@@ -174,7 +200,7 @@ fn remote_failures_have_codes_urls_and_exit_2() {
         ServerOptions::default(),
     )
     .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sipllm"))
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sipllm-it"))
         .args(["inspect", "--json", "hf://org/repo/m.gguf"])
         .env("HF_ENDPOINT", hub.base_url())
         .env("HF_TOKEN", "hf_test")

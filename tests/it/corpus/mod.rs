@@ -8,6 +8,5 @@ mod chunking;
 mod commands;
 mod inspect;
 mod parser;
-mod remote;
 mod seam;
 mod writer;

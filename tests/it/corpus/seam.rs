@@ -9,14 +9,6 @@ use serde_json::Value as Json;
 use sipllm_streaming::{Backend, GgufFile, Meta, OpenOptions, WeightSource};
 use sipllm_tests::{TensorHash, sha256_hex, tensor_hashes};
 
-/// `(sha256, size, name)` per line of a `.tensors.sha256` file.
-fn expected_hashes(path: &Path) -> Vec<(String, u64, String)> {
-    tensor_hashes(path)
-        .into_iter()
-        .map(|TensorHash { sha256, size, name }| (sha256, size, name))
-        .collect()
-}
-
 fn all_options() -> Vec<OpenOptions> {
     let mut v = Vec::new();
     for backend in [Backend::Pread, Backend::Mmap] {
@@ -34,12 +26,12 @@ fn tiny_llama_tensors_match_their_hashes() {
     for endian in ["le", "be"] {
         let dir = corpus.join("generated");
         let gguf = dir.join(format!("tiny-llama.{endian}.gguf"));
-        let expected = expected_hashes(&dir.join(format!("tiny-llama.{endian}.tensors.sha256")));
+        let expected = tensor_hashes(&dir.join(format!("tiny-llama.{endian}.tensors.sha256")));
         assert_eq!(expected.len(), 8);
         for opts in all_options() {
             let file = GgufFile::open(&gguf, &opts).unwrap();
             assert_eq!(file.tensors().len(), expected.len());
-            for (hash, size, name) in &expected {
+            for TensorHash { sha256: hash, size, name } in &expected {
                 let t = file.find(name).unwrap();
                 assert_eq!(t.nbytes, Some(*size), "{name}");
                 let mut buf = vec![0u8; t.byte_len().unwrap()];
@@ -83,7 +75,7 @@ fn read_raw_at_sub_ranges_match_the_file_bytes() {
 fn eight_threads_read_the_right_bytes() {
     let corpus = sipllm_tests::dir();
     let dir = corpus.join("generated");
-    let expected = Arc::new(expected_hashes(&dir.join("tiny-llama.le.tensors.sha256")));
+    let expected = Arc::new(tensor_hashes(&dir.join("tiny-llama.le.tensors.sha256")));
     for backend in [Backend::Pread, Backend::Mmap] {
         let opts = OpenOptions::default().with_backend(backend).with_readahead(2);
         let file = Arc::new(GgufFile::open(dir.join("tiny-llama.le.gguf"), &opts).unwrap());
@@ -95,7 +87,8 @@ fn eight_threads_read_the_right_bytes() {
                     for round in 0..50 {
                         // Each thread walks the tensors in its own rotating order.
                         for k in 0..expected.len() {
-                            let (hash, _, name) = &expected[(k + thread + round) % expected.len()];
+                            let TensorHash { sha256: hash, name, .. } =
+                                &expected[(k + thread + round) % expected.len()];
                             let t = file.find(name).unwrap();
                             let mut buf = vec![0u8; t.byte_len().unwrap()];
                             file.read_raw(t, &mut buf).unwrap();

@@ -10,7 +10,6 @@
 //! * `safety`: concurrent and interrupted writers, outputs that are inputs, modes, symlinks,
 //!   big split sets, killed re-splits (issue 16);
 //! * `split`: `split` and `merge` refusals, and every reading command on a split set;
-//! * `remote`: every reading command on a URL (the loopback range server), and its errors;
 //! * `terminal`: colors and binary output on a pseudo-terminal;
 //! * `values`: `read --as f32` (raw and npy) against gguf-py's values, and `tensors --stats`;
 //! * `bounds`: bounded memory and output on hostile inputs, special files, unambiguous escaping;
@@ -24,7 +23,6 @@ mod exit_codes;
 mod files;
 mod golden;
 mod peak_memory;
-mod remote;
 mod safety;
 mod split;
 mod support;
