@@ -9,34 +9,9 @@
 //! -Zmiri-env-set=SIPLLM_REPLAY_ONLY=v2." cargo +nightly miri test -p sipllm-tests --test it
 //! fuzz_replay`.
 
-use std::fs;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::path::{Path, PathBuf};
 
-/// The repository's `fuzz/` directory.
-fn fuzz_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")
-}
-
-/// Every regular file directly in `dir` (sorted by name; hidden files and READMEs skipped),
-/// or an empty list when `dir` does not exist.
-fn files_in(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let Ok(entries) = fs::read_dir(dir) else { return Vec::new() };
-    let mut files: Vec<(String, Vec<u8>)> = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') || name.eq_ignore_ascii_case("README.md") {
-                return None;
-            }
-            let bytes = fs::read(e.path()).unwrap_or_else(|err| panic!("read {name}: {err}"));
-            Some((name, bytes))
-        })
-        .collect();
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    files
-}
+use sipllm_fuzzcheck::committed::{files_in, fuzz_dir};
 
 /// Runs every file of `fuzz/<kind>/<target>/` through the targets; returns the count per
 /// target and the failures.

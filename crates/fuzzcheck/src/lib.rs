@@ -23,6 +23,7 @@
 //! field-level mutants.
 
 mod chunked;
+pub mod committed;
 mod gguf;
 mod llmw;
 pub mod mutants;
