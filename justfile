@@ -60,7 +60,8 @@ fuzz-build:
 
 # Replay the committed seeds and regressions through the targets (stable, no fuzzer)
 fuzz-regressions:
-    cargo test -p sipllm-fuzzcheck --test regressions --test seeds -- --nocapture
+    cargo test -p sipllm-tests --test it fuzz_replay -- --nocapture
+    cargo test -p sipllm-fuzzcheck --test it seeds -- --nocapture
 
 # Minimize a crashing input (path as cargo fuzz prints it): `just fuzz-tmin parse_slice artifacts/parse_slice/crash-…`
 fuzz-tmin target artifact:
@@ -82,8 +83,8 @@ miri:
     # (hostile.rs's single_byte_corruptions_never_panic takes over 30 min under Miri.)
     MIRIFLAGS=$iso nice -n 19 cargo +nightly miri test -p sipllm-streaming --test hostile -- every_prefix
     # The dequantizers' scalar kernels on small inputs (the SIMD module is compiled out).
-    MIRIFLAGS=$iso nice -n 19 cargo +nightly miri test -p sipllm-quants --lib --test simd --test exact
+    MIRIFLAGS=$iso nice -n 19 cargo +nightly miri test -p sipllm-quants --lib --test it
     # A few fuzz inputs through every target (the whole replay takes hours under Miri).
     for only in v2. lenient-unknown; do
-        MIRIFLAGS="$iso -Zmiri-env-set=SIPLLM_REPLAY_ONLY=$only" nice -n 19 cargo +nightly miri test -p sipllm-fuzzcheck --test regressions
+        MIRIFLAGS="$iso -Zmiri-env-set=SIPLLM_REPLAY_ONLY=$only" nice -n 19 cargo +nightly miri test -p sipllm-tests --test it fuzz_replay
     done

@@ -6,7 +6,7 @@
 
 For every type gguf-py 0.19.0 dequantizes, the input is at least 64 MiB of random blocks made
 the way gguf-py's test_quants.py makes them: random bytes, with every f16 scale field made
-finite. The bytes come from SplitMix64 (the Rust test, crates/quants/tests/exact.rs, makes the
+finite. The bytes come from SplitMix64 (the Rust test, crates/quants/tests/it/exact.rs, makes the
 same bytes): word i of type t is splitmix64_mix(seed(t) + (i + 1) * GAMMA), stored little-endian.
 A scale field whose exponent is all ones has its top exponent bit cleared.
 

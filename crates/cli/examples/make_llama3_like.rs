@@ -1,8 +1,8 @@
-//! Writes the Llama-3-8B-shaped GGUF used to time `sipllm` (docs/cli.md, "Performance"):
+//! Writes the Llama-3-8B-shaped GGUF used to time `sipllm` (docs/benchmarks.md):
 //! `cargo run --release -p sipllm-cli --example make_llama3_like -- OUT [VOCAB_DIV]`.
 //!
-//! The header is `sipllm_testkit::llama3` (the same content as
-//! `shared/bench/make_llama3_like.py`: 128,256 tokens, 280,147 merges, 291 Q4_K_M tensor
+//! The header is `sipllm_testkit::llama3` (the same content as gguf-py's writer makes
+//! of the Llama-3-8B Q4_K_M layout: 128,256 tokens, 280,147 merges, 291 Q4_K_M tensor
 //! infos); the tensor data is a sparse hole (`set_len`), ~4.9 GB apparent, a few MB on disk.
 
 use std::fs::File;

@@ -1,4 +1,4 @@
-//! The GGUF types llama.cpp reads well-known keys as (`shared/notes/gguf-facts.md` §7–8).
+//! The GGUF types llama.cpp reads well-known keys as (`docs/format.md`, "Well-known keys").
 //!
 //! llama.cpp's key reader is type-strict: a `UINT64` `llama.context_length` fails to load
 //! ("key … has wrong type"), though the value is fine. Two commands use this table:

@@ -34,7 +34,7 @@ use sipllm_streaming::{
 pub use sipllm_streaming::Format;
 
 /// The sample bundled into the binary: a tiny llama-shaped GGUF written by gguf-py.
-pub const SAMPLE: &[u8] = include_bytes!("../../../samples/tiny-llama.gguf");
+pub const SAMPLE: &[u8] = include_bytes!("../samples/tiny-llama.gguf");
 
 /// The name `sipllm` shows for the bundled sample.
 pub const SAMPLE_NAME: &str = "samples/tiny-llama.gguf";

@@ -3,7 +3,7 @@
 //! Each public function takes one fuzz input and **panics with a message naming the property
 //! and the place when a property is violated** (that is what makes libFuzzer report a crash);
 //! on any input it must otherwise return, quickly and within bounded memory. The fuzz targets
-//! in `fuzz/fuzz_targets/` are one-line calls to these, and `tests/regressions.rs` replays
+//! in `fuzz/fuzz_targets/` are one-line calls to these, and the workspace's `tests/it/fuzz_replay.rs` replays
 //! every committed seed and regression input through them on stable Rust, without a fuzzer.
 //!
 //! | target | input | property |
@@ -19,10 +19,11 @@
 //! See `fuzz/README.md` for running them.
 //!
 //! [`mutants`] makes the inputs of the differential run against ggml's own reader
-//! (`tests/ggml_differential.rs`, `docs/parser.md`): hand-made edge files and byte- and
+//! (`tests/it/ggml_differential.rs`, `docs/parser.md`): hand-made edge files and byte- and
 //! field-level mutants.
 
 mod chunked;
+pub mod committed;
 mod gguf;
 mod llmw;
 pub mod mutants;

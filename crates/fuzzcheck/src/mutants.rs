@@ -1,5 +1,5 @@
 //! Inputs for differential runs against other GGUF readers (the ggml oracle:
-//! `tests/ggml_differential.rs`): hand-made files at the edges of the format, and byte- and
+//! `tests/it/ggml_differential.rs`): hand-made files at the edges of the format, and byte- and
 //! field-level mutants of any base file. Deterministic (seeded), pure (no I/O).
 //!
 //! Field mutants find each field of a base file from a lenient parse (the fixed header, every

@@ -36,7 +36,7 @@ fn bench_parse(c: &mut Criterion) {
         });
         group.bench_function("floor_to_vec", |b| b.iter(|| black_box(black_box(&bytes).to_vec())));
         // The floor a reader of a file pays: reading the header bytes from the page cache
-        // (what shared/notes/peer-bench.md calls floor-py-read).
+        // (docs/benchmarks.md).
         let path =
             std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{label}.header"));
         std::fs::write(&path, &bytes).unwrap();

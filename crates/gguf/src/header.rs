@@ -3,7 +3,7 @@
 //! GGUF has no byte-order flag. A big-endian file (gguf-py's writer can produce one) stores the
 //! version byte-swapped, so a little-endian read gives a value whose low 16 bits are zero
 //! (3 becomes `0x03000000`). That is the probe gguf-py uses; every later number is then read
-//! big-endian (see `shared/notes/gguf-facts.md` §2).
+//! big-endian (see `docs/format.md`, "Versions and byte order").
 
 use std::fmt;
 

@@ -6,7 +6,7 @@
 //! that is not enough (F16, Q8_0, Q4_K, Q6_K). The only `unsafe` is calling those functions
 //! after `is_x86_feature_detected!` said the CPU has AVX2, and the intrinsics' unaligned loads
 //! and stores, each on a slice whose length the loop has checked. No kernel uses FMA or
-//! reorders an operation: results are the scalar kernels' bits (tests/simd.rs).
+//! reorders an operation: results are the scalar kernels' bits (tests/it/simd.rs).
 #![allow(unsafe_code)]
 
 use sipllm_gguf::GgmlType;

@@ -1,12 +1,13 @@
-//! `sipllm convert` (GGUF ↔ `.llmw`: round trips byte for byte, value equality, the
-//! unsupported-key list and `--drop-unsupported`, refusals) and `sipllm make-toy`.
+//! `sipllm convert` (GGUF ↔ `.llmw`: value equality, the unsupported-key list and
+//! `--drop-unsupported`, refusals) and `sipllm make-toy`. The byte-for-byte round trips are
+//! in the workspace's `tests/` crate (`round_trips`).
 
 use sipllm_gguf::{Endian, GgmlType, ValueType};
 use sipllm_streaming::toy::toy_model;
 use sipllm_testkit::{GgufBuilder, Value};
 
 use crate::edit::{cmdline, manifest, metadata, model};
-use crate::support::{golden, sample_path, shared, sipllm, temp_dir};
+use crate::support::{golden, sipllm, temp_dir};
 
 #[test]
 fn make_toy_writes_both_formats_of_the_seeded_model() {
@@ -40,59 +41,6 @@ fn make_toy_writes_both_formats_of_the_seeded_model() {
     assert_eq!(run.code, Some(2), "{}", run.transcript());
     assert!(run.stderr.contains("cannot write the toy model into file/sub"), "{}", run.stderr);
     assert_eq!(sipllm(&dir, &["make-toy"]).code, Some(2), "--out-dir is required");
-}
-
-#[test]
-fn the_toy_model_crosses_both_ways_byte_for_byte() {
-    let dir = temp_dir("convert-toy");
-    let run = sipllm(&dir, &["make-toy", "--seed", "3", "--out-dir", "."]);
-    assert_eq!(run.code, Some(0));
-    // GGUF -> .llmw is the toy's .llmw; .llmw -> GGUF is the toy's GGUF.
-    let run = sipllm(&dir, &["convert", "toy.gguf", "a.llmw"]);
-    assert_eq!(run.code, Some(0), "{}", run.transcript());
-    assert!(
-        run.stdout.contains("converted toy.gguf (GGUF) -> a.llmw (.llmw): 19 keys, 21 tensors")
-    );
-    assert!(run.stdout.contains("checked a.llmw: re-opened"), "{}", run.stdout);
-    assert_eq!(
-        std::fs::read(dir.join("a.llmw")).unwrap(),
-        std::fs::read(dir.join("toy.llmw")).unwrap()
-    );
-    let run = sipllm(&dir, &["convert", "toy.llmw", "b.gguf"]);
-    assert_eq!(run.code, Some(0), "{}", run.transcript());
-    assert_eq!(
-        std::fs::read(dir.join("b.gguf")).unwrap(),
-        std::fs::read(dir.join("toy.gguf")).unwrap()
-    );
-    // And the round trip GGUF -> .llmw -> GGUF.
-    let run = sipllm(&dir, &["convert", "a.llmw", "c.gguf"]);
-    assert_eq!(run.code, Some(0));
-    assert_eq!(
-        std::fs::read(dir.join("c.gguf")).unwrap(),
-        std::fs::read(dir.join("toy.gguf")).unwrap()
-    );
-}
-
-#[test]
-fn tiny_llama_round_trips_byte_for_byte() {
-    let dir = temp_dir("convert-tiny-llama");
-    let sample = sample_path();
-    let mut inputs = vec![sample];
-    if let Some(shared) = shared("tiny_llama_round_trips_byte_for_byte") {
-        inputs.push(shared.join("corpus/generated/tiny-llama.le.gguf"));
-    }
-    for input in inputs {
-        let input = input.to_str().unwrap().to_owned();
-        let run = sipllm(&dir, &["convert", &input, "t.llmw"]);
-        assert_eq!(run.code, Some(0), "{}", run.transcript());
-        let run = sipllm(&dir, &["convert", "t.llmw", "t.gguf"]);
-        assert_eq!(run.code, Some(0), "{}", run.transcript());
-        // Every key keeps its value and, being well known, its type; every tensor its bytes.
-        assert_eq!(metadata(&dir, "t.gguf"), metadata(&dir, &input));
-        assert_eq!(manifest(&dir, "t.gguf", "sha256"), manifest(&dir, &input, "sha256"));
-        assert_eq!(manifest(&dir, "t.llmw", "sha256"), manifest(&dir, &input, "sha256"));
-        assert_eq!(std::fs::read(dir.join("t.gguf")).unwrap(), std::fs::read(&input).unwrap());
-    }
 }
 
 #[test]

@@ -4,14 +4,12 @@
 //! * `golden`: rendered output compared with the files in `tests/golden/` (regenerate with
 //!   `SIPLLM_UPDATE_GOLDEN=1 cargo test -p sipllm-cli`);
 //! * `exit_codes`: the 0/1/2 contract, and that nothing exits 101 (a panic);
-//! * `corpus`: `inspect --json` against the reference reader's view of every corpus file;
 //! * `commands`: `read`, `verify`, `tensors`, `completions`, `.llmw` files;
 //! * `edit`: `edit` out of place and in place, every refusal, crashes and recovery;
-//! * `convert`: `convert` round trips and refusals, and `make-toy`;
+//! * `convert`: `convert` value mapping, the unsupported-key list and refusals, and `make-toy`;
 //! * `safety`: concurrent and interrupted writers, outputs that are inputs, modes, symlinks,
 //!   big split sets, killed re-splits (issue 16);
-//! * `split`: `split` and `merge`, and every reading command on a split set;
-//! * `remote`: every reading command on a URL (the loopback range server), and its errors;
+//! * `split`: `split` and `merge` refusals, and every reading command on a split set;
 //! * `terminal`: colors and binary output on a pseudo-terminal;
 //! * `values`: `read --as f32` (raw and npy) against gguf-py's values, and `tensors --stats`;
 //! * `bounds`: bounded memory and output on hostile inputs, special files, unambiguous escaping;
@@ -20,13 +18,11 @@
 mod bounds;
 mod commands;
 mod convert;
-mod corpus;
 mod edit;
 mod exit_codes;
 mod files;
 mod golden;
 mod peak_memory;
-mod remote;
 mod safety;
 mod split;
 mod support;

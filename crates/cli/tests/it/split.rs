@@ -1,37 +1,18 @@
 //! `split` and `merge`, and `inspect`, `tensors`, `read`, `verify`, `validate` on a split set.
+//! The split-then-merge round trips are in the workspace's `tests/` crate (`round_trips`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use sipllm_gguf::GgmlType;
-use sipllm_testkit::{GgufBuilder, Value as Kv};
+use sipllm_testkit::GgufBuilder;
 
-use crate::support::{sample_path, shared, sipllm, temp_dir};
+use crate::support::{sample_path, sipllm, temp_dir};
 
 /// The bundled sample copied into `dir` as `name`.
 fn sample_in(dir: &Path, name: &str) -> PathBuf {
     let p = dir.join(name);
     fs::copy(sample_path(), &p).unwrap();
-    p
-}
-
-/// A 300-tensor model of assorted types (builder-made, pattern data).
-fn big_model(dir: &Path) -> PathBuf {
-    let mut b = GgufBuilder::new()
-        .kv("general.architecture", Kv::str("llama"))
-        .kv("general.name", Kv::str("three hundred tensors"))
-        .kv("tokenizer.ggml.tokens", Kv::strings((0..500).map(|i| format!("t{i}"))));
-    for i in 0..300u64 {
-        let (ty, dims) = match i % 3 {
-            0 => (GgmlType::F32, vec![5 + i % 11]),
-            1 => (GgmlType::F16, vec![32, 1 + i % 5]),
-            _ => (GgmlType::Q8_0, vec![64, 3]),
-        };
-        b = b.tensor(&format!("blk.{}.w{}", i / 3, i % 3), ty, &dims);
-    }
-    let p = dir.join("big.gguf");
-    fs::write(&p, b.build()).unwrap();
     p
 }
 
@@ -48,78 +29,6 @@ fn shards(dir: &Path, stem: &str) -> Vec<String> {
         .collect();
     v.sort();
     v
-}
-
-fn manifest(dir: &Path, file: &str) -> String {
-    let run = sipllm(dir, &["verify", "--hash", "sha256", "--manifest", "-", file]);
-    assert_eq!(run.code, Some(0), "{}", run.transcript());
-    run.stdout
-}
-
-#[test]
-fn split_then_merge_gives_the_file_back_and_the_set_reads_like_it() {
-    let dir = temp_dir("split-round-trip");
-    let mut originals = vec![("tiny", sample_in(&dir, "tiny.gguf")), ("big", big_model(&dir))];
-    if let Some(shared) = shared("split_then_merge_gives_the_file_back (corpus files)") {
-        for endian in ["le", "be"] {
-            let name = format!("corpus-{endian}");
-            let p = dir.join(format!("{name}.gguf"));
-            fs::copy(shared.join(format!("corpus/generated/tiny-llama.{endian}.gguf")), &p)
-                .unwrap();
-            originals.push((if endian == "le" { "corpus-le" } else { "corpus-be" }, p));
-        }
-    }
-    for (stem, original) in &originals {
-        let original = original.to_str().unwrap();
-        let whole_manifest = manifest(&dir, original);
-        for limit in [
-            &["--max-tensors", "3"][..],
-            &["--max-tensors", "128", "--no-tensor-first-split"],
-            &["--max-size", "1KiB"],
-            &["--max-size", "2K", "--no-tensor-first-split"],
-        ] {
-            let out = dir.join(format!("{stem}-out"));
-            let _ = fs::remove_dir_all(&out);
-            let mut args = vec!["split", original, "--out-dir", out.to_str().unwrap()];
-            args.extend_from_slice(limit);
-            let run = sipllm(&dir, &args);
-            assert_eq!(run.code, Some(0), "{limit:?}: {}", run.transcript());
-            let names = shards(&out, stem);
-            let n = names.len();
-            assert!(n >= 2, "{limit:?}: {names:?}");
-            assert!(run.stdout.contains(&format!("into {n} files")), "{}", run.stdout);
-            for (i, name) in names.iter().enumerate() {
-                assert_eq!(name, &format!("{stem}-{:05}-of-{n:05}.gguf", i + 1));
-                assert!(run.stdout.contains(name.as_str()), "{}", run.stdout);
-            }
-            let first = out.join(&names[0]);
-            let last = out.join(&names[n - 1]);
-
-            // verify: the set's manifest is the original's, line for line, from any shard.
-            for shard in [&first, &last] {
-                let got = manifest(&dir, shard.to_str().unwrap());
-                assert_eq!(
-                    got.lines().collect::<Vec<_>>(),
-                    whole_manifest.lines().collect::<Vec<_>>(),
-                    "{stem} {limit:?}"
-                );
-            }
-            let run = sipllm(&dir, &["verify", last.to_str().unwrap()]);
-            assert!(run.stdout.contains(&format!("of a set of {n} files")), "{}", run.stdout);
-
-            // merge from the first or the last shard: the original, byte for byte.
-            for shard in [&first, &last] {
-                let merged = dir.join("merged.gguf");
-                let run = sipllm(&dir, &["merge", shard.to_str().unwrap(), "merged.gguf"]);
-                assert_eq!(run.code, Some(0), "{}", run.transcript());
-                assert!(
-                    fs::read(&merged).unwrap() == fs::read(original).unwrap(),
-                    "{stem} {limit:?}: merge differs"
-                );
-                fs::remove_file(merged).unwrap();
-            }
-        }
-    }
 }
 
 #[test]

@@ -1,28 +1,13 @@
-//! Against the shared corpus (`../shared/corpus`): tensor bytes of the tiny Llama files (both
+//! The seam (`sipllm-streaming`) against the corpus: tensor bytes of the tiny Llama files (both
 //! byte orders, both backends, with and without readahead, from 8 threads at once) match the
 //! reference hashes, and the seam's metadata and tensor views match the reference reader's.
-
-mod common;
 
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{sha256_hex, shared_dir};
 use serde_json::Value as Json;
 use sipllm_streaming::{Backend, GgufFile, Meta, OpenOptions, WeightSource};
-
-/// `(sha256, size, name)` per line of a `.tensors.sha256` file.
-fn expected_hashes(path: &Path) -> Vec<(String, u64, String)> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let mut it = l.split_whitespace();
-            let (h, n, name) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
-            (h.to_string(), n.parse().unwrap(), name.to_string())
-        })
-        .collect()
-}
+use sipllm_tests::{TensorHash, sha256_hex, tensor_hashes};
 
 fn all_options() -> Vec<OpenOptions> {
     let mut v = Vec::new();
@@ -35,17 +20,18 @@ fn all_options() -> Vec<OpenOptions> {
 }
 
 #[test]
+#[cfg_attr(not(has_corpus), ignore = "../shared/corpus not found beside the checkout")]
 fn tiny_llama_tensors_match_their_hashes() {
-    let Some(shared) = shared_dir("tiny_llama_tensors_match_their_hashes") else { return };
+    let corpus = sipllm_tests::dir();
     for endian in ["le", "be"] {
-        let dir = shared.join("corpus/generated");
+        let dir = corpus.join("generated");
         let gguf = dir.join(format!("tiny-llama.{endian}.gguf"));
-        let expected = expected_hashes(&dir.join(format!("tiny-llama.{endian}.tensors.sha256")));
+        let expected = tensor_hashes(&dir.join(format!("tiny-llama.{endian}.tensors.sha256")));
         assert_eq!(expected.len(), 8);
         for opts in all_options() {
             let file = GgufFile::open(&gguf, &opts).unwrap();
             assert_eq!(file.tensors().len(), expected.len());
-            for (hash, size, name) in &expected {
+            for TensorHash { sha256: hash, size, name } in &expected {
                 let t = file.find(name).unwrap();
                 assert_eq!(t.nbytes, Some(*size), "{name}");
                 let mut buf = vec![0u8; t.byte_len().unwrap()];
@@ -57,9 +43,10 @@ fn tiny_llama_tensors_match_their_hashes() {
 }
 
 #[test]
+#[cfg_attr(not(has_corpus), ignore = "../shared/corpus not found beside the checkout")]
 fn read_raw_at_sub_ranges_match_the_file_bytes() {
-    let Some(shared) = shared_dir("read_raw_at_sub_ranges_match_the_file_bytes") else { return };
-    let path = shared.join("corpus/generated/tiny-llama.le.gguf");
+    let corpus = sipllm_tests::dir();
+    let path = corpus.join("generated/tiny-llama.le.gguf");
     let bytes = std::fs::read(&path).unwrap();
     for opts in all_options() {
         let file = GgufFile::open(&path, &opts).unwrap();
@@ -84,10 +71,11 @@ fn read_raw_at_sub_ranges_match_the_file_bytes() {
 }
 
 #[test]
+#[cfg_attr(not(has_corpus), ignore = "../shared/corpus not found beside the checkout")]
 fn eight_threads_read_the_right_bytes() {
-    let Some(shared) = shared_dir("eight_threads_read_the_right_bytes") else { return };
-    let dir = shared.join("corpus/generated");
-    let expected = Arc::new(expected_hashes(&dir.join("tiny-llama.le.tensors.sha256")));
+    let corpus = sipllm_tests::dir();
+    let dir = corpus.join("generated");
+    let expected = Arc::new(tensor_hashes(&dir.join("tiny-llama.le.tensors.sha256")));
     for backend in [Backend::Pread, Backend::Mmap] {
         let opts = OpenOptions::default().with_backend(backend).with_readahead(2);
         let file = Arc::new(GgufFile::open(dir.join("tiny-llama.le.gguf"), &opts).unwrap());
@@ -99,7 +87,8 @@ fn eight_threads_read_the_right_bytes() {
                     for round in 0..50 {
                         // Each thread walks the tensors in its own rotating order.
                         for k in 0..expected.len() {
-                            let (hash, _, name) = &expected[(k + thread + round) % expected.len()];
+                            let TensorHash { sha256: hash, name, .. } =
+                                &expected[(k + thread + round) % expected.len()];
                             let t = file.find(name).unwrap();
                             let mut buf = vec![0u8; t.byte_len().unwrap()];
                             file.read_raw(t, &mut buf).unwrap();
@@ -140,8 +129,7 @@ fn check_element(key: &str, elem_type: &str, meta: &Meta<'_>, i: usize, want: &J
     check_value(&format!("{key}[{i}]"), elem_type, &got, want);
 }
 
-fn check_against_expectation(gguf: &Path, expect: &Path) {
-    let expect: Json = serde_json::from_str(&std::fs::read_to_string(expect).unwrap()).unwrap();
+fn check_against_expectation(gguf: &Path, expect: &Json) {
     let file = GgufFile::open(gguf, &OpenOptions::default()).unwrap();
     let name = gguf.display();
 
@@ -214,33 +202,21 @@ fn check_against_expectation(gguf: &Path, expect: &Path) {
 }
 
 #[test]
+#[cfg_attr(not(has_corpus), ignore = "../shared/corpus not found beside the checkout")]
 fn metadata_and_tensors_match_the_reference_reader() {
-    let Some(shared) = shared_dir("metadata_and_tensors_match_the_reference_reader") else {
-        return;
-    };
     let mut checked = 0;
-    for sub in ["corpus/generated", "corpus/real"] {
-        let mut files: Vec<_> = std::fs::read_dir(shared.join(sub))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "gguf"))
-            .collect();
-        files.sort();
-        for gguf in files {
-            let expect = gguf.with_extension("expect.json");
-            check_against_expectation(&gguf, &expect);
-            checked += 1;
-        }
+    for file in sipllm_tests::files_in(&["generated", "real"]) {
+        check_against_expectation(&file.path, file.expect().expect("an .expect.json"));
+        checked += 1;
     }
     assert_eq!(checked, 3 + 12, "every generated and real corpus file");
 }
 
 #[test]
+#[cfg_attr(not(has_corpus), ignore = "../shared/corpus not found beside the checkout")]
 fn tensorless_file_with_padded_data_offset_past_eof_opens() {
-    let Some(shared) = shared_dir("tensorless_file_with_padded_data_offset_past_eof_opens") else {
-        return;
-    };
-    let path = shared.join("corpus/real/ggml-vocab-llama-spm.gguf");
+    let corpus = sipllm_tests::dir();
+    let path = corpus.join("real/ggml-vocab-llama-spm.gguf");
     for backend in [Backend::Pread, Backend::Mmap] {
         let file = GgufFile::open(&path, &OpenOptions::default().with_backend(backend)).unwrap();
         assert_eq!(file.file_size(), 723_869);

@@ -1,9 +1,7 @@
 //! Property: any valid file the builder makes parses back to exactly what was built, in both
 //! byte orders, v2 and v3, with nested arrays, custom alignments and tensors.
 
-mod arbitrary;
-
-use arbitrary::{arb_file, same_value};
+use crate::arbitrary::{arb_file, same_value};
 use proptest::prelude::*;
 use sipllm_gguf::{GgmlType, ParseOptions, ggml::align_up, ggml::tensor_nbytes};
 use sipllm_testkit::Value;

@@ -1,12 +1,10 @@
 //! The seed corpora in `fuzz/seeds/<target>/`, made reproducibly.
 //!
-//! `SIPLLM_WRITE_SEEDS=1 cargo test -p sipllm-fuzzcheck --test seeds` (re)writes them: files
+//! `SIPLLM_WRITE_SEEDS=1 cargo test -p sipllm-fuzzcheck --test it seeds` (re)writes them: files
 //! made with the GGUF test builder and the `.llmw` `LlmwWriter` (valid files of every shape,
 //! and one malformed file per common mistake so the fuzzer starts on the error paths), the
 //! bundled sample, and the first 4 KiB of a few `../shared/corpus` files. Without the variable
 //! the test checks that the committed seeds are exactly what this file makes.
-
-mod support;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -17,7 +15,7 @@ use sipllm_gguf::{Endian, GgmlType, ValueType};
 use sipllm_llmw::LlmwWriter;
 use sipllm_testkit::{GgufBuilder, Tensor, Value};
 
-use support::{files_in, fuzz_dir, say_skipped, shared_dir};
+use crate::support::{files_in, fuzz_dir, say_skipped, shared_dir};
 
 /// Where a seed comes from: made here (always reproducible) or cut from `../shared`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -492,12 +490,12 @@ fn seeds_are_reproducible() {
             match seeds.get(&key) {
                 Some((_, made)) => assert!(
                     *made == bytes,
-                    "fuzz/seeds/{key} differs from what tests/seeds.rs makes: \
-                     SIPLLM_WRITE_SEEDS=1 cargo test -p sipllm-fuzzcheck --test seeds"
+                    "fuzz/seeds/{key} differs from what tests/it/seeds.rs makes: \
+                     SIPLLM_WRITE_SEEDS=1 cargo test -p sipllm-fuzzcheck --test it seeds"
                 ),
                 None => assert!(
                     !have_shared && name.starts_with("corpus-"),
-                    "fuzz/seeds/{key} is not made by tests/seeds.rs (stale? regenerate)"
+                    "fuzz/seeds/{key} is not made by tests/it/seeds.rs (stale? regenerate)"
                 ),
             }
         }
@@ -506,10 +504,10 @@ fn seeds_are_reproducible() {
         let present = root.join(key).is_file();
         assert!(
             present || (*origin == Origin::Corpus && !have_shared),
-            "fuzz/seeds/{key} is missing: SIPLLM_WRITE_SEEDS=1 cargo test -p sipllm-fuzzcheck --test seeds"
+            "fuzz/seeds/{key} is missing: SIPLLM_WRITE_SEEDS=1 cargo test -p sipllm-fuzzcheck --test it seeds"
         );
     }
-    eprintln!("{committed} committed seeds match tests/seeds.rs");
+    eprintln!("{committed} committed seeds match tests/it/seeds.rs");
 }
 
 /// The seeds mean what their names say (so a builder change cannot silently turn the error

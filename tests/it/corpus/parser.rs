@@ -1,47 +1,12 @@
-//! Conformance with the reference reader: every file in `../shared/corpus/` parses to exactly
-//! what gguf-py 0.19.0 says in its `.expect.json` (every key, type and value; arrays by
+//! The parser against the reference reader: every file of the corpus parses to exactly what
+//! gguf-py 0.19.0 says in its `.expect.json` (every key, type and value; arrays by
 //! `payload_sha256`, the canonical-JSON `sha256` where it is reproducible, and head/tail or the
 //! full list; every tensor; the layout), or — for `.expect-error.json` — is rejected by the
 //! strict profile with the matching error kind.
-//!
-//! `../shared/` sits beside the checkout (CI has it). When it is absent these tests say so
-//! loudly and pass: the crate must build and test on a fresh clone outside that layout too.
-
-use std::path::{Path, PathBuf};
 
 use serde_json::Value as Json;
-use sha2::{Digest, Sha256};
 use sipllm_gguf::{ErrorKind, Gguf, MetaValue, ParseOptions, Profile, ValueType, value::ArrayView};
-
-fn shared_corpus() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/corpus");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("SKIPPED: {} not found; the corpus conformance tests did not run", dir.display());
-        None
-    }
-}
-
-/// Every `.gguf` in a corpus sub-directory, sorted.
-fn gguf_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "gguf"))
-        .collect();
-    files.sort();
-    files
-}
-
-fn sibling(path: &Path, suffix: &str) -> PathBuf {
-    let stem = path.file_stem().unwrap().to_str().unwrap();
-    path.with_file_name(format!("{stem}{suffix}"))
-}
-
-fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
+use sipllm_tests::{Expected, sha256_hex as hex_sha256};
 
 fn opts_for(bytes: &[u8]) -> ParseOptions {
     ParseOptions::default().with_file_size(Some(bytes.len() as u64))
@@ -191,38 +156,33 @@ fn expected_kind(message: &str) -> fn(&ErrorKind) -> bool {
 }
 
 #[test]
+#[cfg_attr(not(has_corpus), ignore = "../shared/corpus not found beside the checkout")]
 fn every_corpus_file_matches_the_reference_reader() {
-    let Some(corpus) = shared_corpus() else { return };
     let mut checked = 0;
-    for sub in ["real", "real-historic", "generated"] {
-        for path in gguf_files(&corpus.join(sub)) {
-            let name = path.display().to_string();
-            let bytes = std::fs::read(&path).unwrap();
-            let result = sipllm_gguf::parse_with(&bytes[..], &opts_for(&bytes));
-            let expect_path = sibling(&path, ".expect.json");
-            let error_path = sibling(&path, ".expect-error.json");
-            if expect_path.exists() {
-                let expect: Json =
-                    serde_json::from_slice(&std::fs::read(&expect_path).unwrap()).unwrap();
+    for file in sipllm_tests::all() {
+        let name = file.path.display().to_string();
+        let bytes = file.bytes();
+        let result = sipllm_gguf::parse_with(&bytes[..], &opts_for(&bytes));
+        match &file.expected {
+            Expected::Parse(expect) => {
                 let gguf = result.unwrap_or_else(|e| panic!("{name}: {e}"));
-                check_expect(&name, &gguf, &expect);
+                check_expect(&name, &gguf, expect);
                 assert!(gguf.warnings().is_empty(), "{name}: {:?}", gguf.warnings());
-            } else {
-                let expect: Json =
-                    serde_json::from_slice(&std::fs::read(&error_path).unwrap()).unwrap();
-                let message = expect["error"].as_str().unwrap();
+            }
+            Expected::Error(message) => {
                 let err = result.err().unwrap_or_else(|| panic!("{name}: parsed, {message}"));
                 assert!(expected_kind(message)(err.kind()), "{name}: {err} vs {message}");
             }
-            checked += 1;
         }
+        checked += 1;
     }
     assert_eq!(checked, 12 + 9 + 3, "corpus file count changed");
 }
 
 #[test]
+#[cfg_attr(not(has_corpus), ignore = "../shared/corpus not found beside the checkout")]
 fn rejected_historic_files_fail_where_the_reference_says() {
-    let Some(corpus) = shared_corpus() else { return };
+    let corpus = sipllm_tests::dir();
     let dir = corpus.join("real-historic");
     let parse = |file: &str| {
         let bytes = std::fs::read(dir.join(file)).unwrap();
@@ -244,8 +204,9 @@ fn rejected_historic_files_fail_where_the_reference_says() {
 }
 
 #[test]
+#[cfg_attr(not(has_corpus), ignore = "../shared/corpus not found beside the checkout")]
 fn v1_files_parse_when_enabled() {
-    let Some(corpus) = shared_corpus() else { return };
+    let corpus = sipllm_tests::dir();
     let dir = corpus.join("real-historic");
     for (file, kv_count) in
         [("ggml-vocab-llama.2023-08-18.v1.gguf", 12), ("ggml-vocab-llama.2023-08-19.v1.gguf", 13)]
@@ -274,8 +235,9 @@ fn v1_files_parse_when_enabled() {
 }
 
 #[test]
+#[cfg_attr(not(has_corpus), ignore = "../shared/corpus not found beside the checkout")]
 fn big_endian_twins_decode_to_the_same_values() {
-    let Some(corpus) = shared_corpus() else { return };
+    let corpus = sipllm_tests::dir();
     let le = std::fs::read(corpus.join("real/ggml-vocab-phi-3.gguf")).unwrap();
     let be = std::fs::read(corpus.join("generated/ggml-vocab-phi-3.be.gguf")).unwrap();
     let le = sipllm_gguf::parse(&le).unwrap();
@@ -299,10 +261,11 @@ fn big_endian_twins_decode_to_the_same_values() {
 }
 
 #[test]
+#[cfg_attr(not(has_corpus), ignore = "../shared/corpus not found beside the checkout")]
 fn profiles_agree_on_clean_files_and_differ_on_the_duplicate() {
-    let Some(corpus) = shared_corpus() else { return };
-    for path in gguf_files(&corpus.join("real")) {
-        let bytes = std::fs::read(&path).unwrap();
+    let corpus = sipllm_tests::dir();
+    for path in sipllm_tests::files_in(&["real"]).map(|f| &f.path) {
+        let bytes = std::fs::read(path).unwrap();
         let strict = sipllm_gguf::parse_with(&bytes[..], &opts_for(&bytes)).unwrap();
         for profile in [Profile::LlamaCpp, Profile::Lenient] {
             let other =

@@ -139,19 +139,3 @@ pub(crate) fn same_value(a: &Value, b: &Value) -> bool {
         _ => a == b,
     }
 }
-
-/// A small deterministic PRNG for chunk schedules outside proptest.
-pub(crate) struct XorShift(pub(crate) u64);
-
-impl XorShift {
-    pub(crate) fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}

@@ -1,5 +1,6 @@
-//! URLs wherever a FILE is read: every reading command over the loopback range server gives
-//! what it gives for the local file; errors name the URL with their `remote::` code.
+//! URLs wherever a FILE is read (the `sipllm` command over `sipllm-remote`): every reading
+//! command over the loopback range server gives what it gives for the local file — on every
+//! corpus file too — and errors name the URL with their `remote::` code.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use sipllm_gguf::GgmlType;
 use sipllm_remote::test_server::{Body, Fault, ServerOptions, TestServer};
 use sipllm_testkit::{GgufBuilder, Value as Kv};
 
-use crate::support::{sample_path, shared, sipllm, temp_dir};
+use crate::support::{sample_path, sipllm, temp_dir};
 
 /// Serves `files` (name → path) with responses split at random sizes.
 fn serve(files: &[(&str, &Path)], seed: u64) -> TestServer {
@@ -50,18 +51,9 @@ fn parent(name: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(not(has_corpus), ignore = "../shared/corpus not found beside the checkout")]
 fn every_corpus_file_reads_the_same_over_http() {
-    let Some(shared) = shared("every_corpus_file_reads_the_same_over_http") else { return };
-    let mut files: Vec<PathBuf> = Vec::new();
-    for sub in ["real", "real-historic", "generated"] {
-        for e in fs::read_dir(shared.join("corpus").join(sub)).unwrap() {
-            let p = e.unwrap().path();
-            if p.extension().is_some_and(|x| x == "gguf") {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
+    let files: Vec<PathBuf> = sipllm_tests::all().iter().map(|f| f.path.clone()).collect();
     assert!(files.len() >= 15, "only {} corpus files", files.len());
     let named: Vec<(String, PathBuf)> = files
         .iter()
@@ -208,7 +200,7 @@ fn remote_failures_have_codes_urls_and_exit_2() {
         ServerOptions::default(),
     )
     .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sipllm"))
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sipllm-it"))
         .args(["inspect", "--json", "hf://org/repo/m.gguf"])
         .env("HF_ENDPOINT", hub.base_url())
         .env("HF_TOKEN", "hf_test")

@@ -24,11 +24,7 @@ use sipllm_gguf::{
 };
 use sipllm_testkit::{GgufBuilder, Tensor, Value, pattern};
 
-mod support {
-    pub(crate) mod count_alloc;
-}
-
-use support::count_alloc::{AllocStats, CountingAlloc, is_installed, measure};
+use crate::support::count_alloc::{AllocStats, CountingAlloc, is_installed, measure};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;

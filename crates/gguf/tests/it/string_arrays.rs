@@ -3,9 +3,7 @@
 //! must be what a plain element-by-element walk gives: the same strings, and the same error,
 //! at the same element and offset, whole or in any chunking.
 
-mod arbitrary;
-
-use arbitrary::decode_chunked;
+use crate::arbitrary::decode_chunked;
 use proptest::prelude::*;
 use sipllm_gguf::{
     Directory, Endian, Error, ErrorKind, ParseOptions, Profile, ValueType, error::PathSeg,
@@ -47,7 +45,7 @@ fn file(strings: &[Vec<u8>], endian: Endian) -> Vec<u8> {
 }
 
 /// Whole, and in 7-byte, 4 KiB, exactly-what-was-asked and mixed chunks: every result equal (1-byte chunks are too slow at these sizes;
-/// tests/chunking.rs has them on smaller files).
+/// the `chunking` module has them on smaller files).
 fn decode_every_way(bytes: &[u8], opts: &ParseOptions) -> Result<Directory, Error> {
     let whole = sipllm_gguf::decode(bytes, opts);
     for sizes in [&[7][..], &[4096], &[0], &[1, 3000, 17, 65536]] {

@@ -6,18 +6,16 @@
 //!
 //! A counting global allocator (this binary's own) measures the peak of live bytes allocated
 //! during the parse, on the parsing thread only. The per-bug-class hostile table, with its own
-//! allocation checks, is `crates/gguf/tests/hostile.rs`; this test covers every input the
+//! allocation checks, is `crates/gguf/tests/it/hostile.rs`; this test covers every input the
 //! fuzzers start from or found.
-
-mod support;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use support::{corpus_files, files_in, fuzz_dir, say_skipped, shared_dir};
+use crate::support::{corpus_files, files_in, fuzz_dir, say_skipped, shared_dir};
 
 /// Peak bytes per input byte: at most 12. Measured (`SIPLLM_ALLOC_TABLE=1 cargo test -p
-/// sipllm-fuzzcheck --test alloc_bounds -- --nocapture` prints every figure): real headers,
+/// sipllm-fuzzcheck --test it alloc_bounds -- --nocapture` prints every figure): real headers,
 /// which are nearly all vocabulary strings, cost under 0.005 bytes per byte (3 KiB for a
 /// 724 KB vocabulary header); the worst are files made of the smallest possible items, where
 /// every 17-byte pair or 28-byte tensor info becomes an AST entry and an index slot: 8.7 per

@@ -2,14 +2,14 @@
 //! random blocks to the values whose sha256 `scripts/quants_expect.py` recorded in
 //! `expect.tsv` (the bytes come from the same SplitMix64 stream in both languages; see the
 //! script's docstring). Miri runs the expectation table's shape check only; the scalar
-//! kernels run under it in tests/simd.rs.
+//! kernels run under it in `simd`.
 
 use std::collections::HashMap;
 
 use sha2::{Digest, Sha256};
 use sipllm_quants::{GgmlType, SUPPORTED, block_layout, dequantize, dequantize_scalar};
 
-const EXPECT: &str = include_str!("expect.tsv");
+const EXPECT: &str = include_str!("../expect.tsv");
 const TOTAL: usize = 64 << 20;
 const SMALL_BLOCKS: usize = 64;
 const GAMMA: u64 = 0x9E37_79B9_7F4A_7C15;

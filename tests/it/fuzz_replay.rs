@@ -6,14 +6,12 @@
 //! `SIPLLM_REPLAY_ONLY=<substring>` replays only the files whose name contains it, for slow
 //! interpreters. Under Miri pass it through `MIRIFLAGS` (cargo-miri keeps the environment of
 //! the build, so a changed variable is not seen otherwise): `MIRIFLAGS="-Zmiri-disable-isolation
-//! -Zmiri-env-set=SIPLLM_REPLAY_ONLY=v2." cargo +nightly miri test -p sipllm-fuzzcheck --test
-//! regressions`.
-
-mod support;
+//! -Zmiri-env-set=SIPLLM_REPLAY_ONLY=v2." cargo +nightly miri test -p sipllm-tests --test it
+//! fuzz_replay`.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use support::{files_in, fuzz_dir};
+use sipllm_fuzzcheck::committed::{files_in, fuzz_dir};
 
 /// Runs every file of `fuzz/<kind>/<target>/` through the targets; returns the count per
 /// target and the failures.

@@ -1,0 +1,8 @@
+//! The remote sources' integration tests, built as one binary.
+//!
+//! * `faults`: every fault mode of the loopback test server ends in a bounded number of
+//!   requests with a typed error or the right bytes;
+//! * `object_store`: `s3://` against a local moto server (with the `object-store` feature).
+
+mod faults;
+mod object_store;
