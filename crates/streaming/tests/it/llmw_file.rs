@@ -8,7 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{Instrumented, TempDir};
-use sipllm_streaming::toy::{ToyConfig, ToyModel};
+use sipllm_edit::toy::{ToyConfig, ToyModel};
 use sipllm_streaming::{
     Backend, MemSource, Meta, ModelFile, OpenOptions, StreamError, WeightSource, open_model_from,
 };

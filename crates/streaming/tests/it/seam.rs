@@ -10,7 +10,7 @@ use std::path::Path;
 
 use common::{TempDir, TempFile};
 use sipllm_gguf::GgmlType;
-use sipllm_streaming::toy::{self, ToyModel, ToyValue};
+use sipllm_edit::toy::{self, ToyModel, ToyValue};
 use sipllm_streaming::{
     Backend, Format, MemSource, Meta, Model, OpenOptions, StreamError, WeightSource, open_model,
     open_model_from,

@@ -8,7 +8,7 @@ mod common;
 use common::{Instrumented, TempFile};
 use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_gguf::{GgmlType, GgufWriter, ParseOptions, Profile};
-use sipllm_streaming::write::GgufFileBuilder;
+use sipllm_edit::write::GgufFileBuilder;
 use sipllm_streaming::{GgufFile, MemSource, OpenOptions, TensorData, read_header};
 
 /// A model whose last string value is 8 MiB of tensor data away from its length field, with
