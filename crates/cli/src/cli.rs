@@ -394,7 +394,7 @@ pub struct SplitArgs {
     /// At most SIZE bytes of tensor data per shard, each tensor counted padded to 32 bytes
     /// (headers not counted): bytes, or with a unit K, M, G, T (powers of 1000, as
     /// gguf-split) or KiB, MiB, GiB, TiB.
-    #[arg(long, value_name = "SIZE", value_parser = crate::commands::split::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = crate::values::parse_size)]
     pub max_size: Option<u64>,
 
     /// Write the shards into DIR (default: FILE's directory).

@@ -200,7 +200,7 @@ mod tests {
             // The sizes `make-toy` reports of what it wrote.
             ("fs::metadata(", &["commands/make_toy.rs"]),
         ];
-        // (`edit --set-file` reads its input through `sipllm_streaming::read_capped`.)
+        // (`edit --set-file` reads its input through `sipllm_edit::read_capped`.)
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let mut files = Vec::new();
         sources(&root, &mut files);

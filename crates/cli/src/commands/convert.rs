@@ -30,18 +30,20 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::Path;
 
+use sipllm_edit::edit::{Planned, SAMPLE, check_tensors};
+use sipllm_edit::identity;
+use sipllm_edit::write::{AtomicFile, GgufFileBuilder, TensorData, write_llmw_into};
 use sipllm_gguf::writer::{TensorDesc, Value};
 use sipllm_gguf::{GgufWriter, MetaValue, PADDING_KEY, ValueType};
 use sipllm_llmw::ModelWriter;
-use sipllm_streaming::write::{AtomicFile, GgufFileBuilder, TensorData, write_llmw_into};
 use sipllm_streaming::{
     Backend, FileBacking, Format, GgufFile, Meta, Model, ModelFile, OpenOptions, ReadAt,
-    StreamError, WeightSource, identity,
+    StreamError, WeightSource,
 };
 
 use crate::cli::ConvertArgs;
-use crate::commands::edit::{Planned, SAMPLE, check_tensors, pending_refusal};
-use crate::commands::{report_open_error, usage_error};
+use crate::commands::edit::pending;
+use crate::commands::{report_open_error, report_write_error, usage_error};
 use crate::open::{model_of, open_locked};
 use crate::render::escape;
 use crate::render::value::group;
@@ -55,8 +57,9 @@ pub fn run(args: &ConvertArgs, ctx: &Ctx) -> io::Result<Exit> {
         Ok(file) => file,
         Err(e) => return Ok(report_open_error(&args.input, &e, ctx)),
     };
-    if let Some(msg) = pending_refusal(&args.input, "") {
-        return Ok(usage_error(&msg));
+    if let Some(e) = pending(&args.input) {
+        crate::render::edit::in_place_error(&e, &display(&args.input));
+        return Ok(Exit::Trouble);
     }
     let model = match model_of(&file, &args.input) {
         Ok(model) => model,
@@ -69,7 +72,7 @@ pub fn run(args: &ConvertArgs, ctx: &Ctx) -> io::Result<Exit> {
     if let Err(e) =
         identity::refuse_output_is_open_file(&file, &args.input, &args.output, "the output")
     {
-        return Ok(report_open_error(&args.input, &e, ctx));
+        return Ok(report_write_error(&args.input, &e, ctx));
     }
     let out_name = display(&args.output);
     if args.output.is_dir() {
@@ -521,7 +524,7 @@ fn write_check_and_commit<T, E: std::fmt::Display>(
             return Err(fail(format!("key {} does not have its value", quoted(key))));
         }
     }
-    check_tensors(written, planned, source).map_err(fail)?;
+    check_tensors(written, planned, source).map_err(|e| fail(e.to_string()))?;
     drop(reopened);
     tmp.commit().map_err(|e| {
         usage_error(&format!("cannot move the new file into place at {out_name}: {e}"))

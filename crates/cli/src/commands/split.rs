@@ -5,12 +5,12 @@
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
+use sipllm_edit::split::{SplitLimit, SplitOptions, WrittenFile, split_file};
 use sipllm_gguf::ParseOptions;
 use sipllm_streaming::OpenOptions;
-use sipllm_streaming::split::{SplitLimit, SplitOptions, WrittenFile, split_file};
 
 use crate::cli::{ParseArgs, SplitArgs};
-use crate::commands::{report_open_error, usage_error};
+use crate::commands::{report_split_error, usage_error};
 use crate::render::escape;
 use crate::render::value::{group, human_bytes};
 use crate::{Ctx, Exit};
@@ -29,7 +29,7 @@ pub fn run(args: &SplitArgs, ctx: &Ctx) -> io::Result<Exit> {
     options.out_dir = args.out_dir.clone();
     let written = match split_file(&args.file, &options) {
         Ok(w) => w,
-        Err(e) => return Ok(report_open_error(&args.file, &e, ctx)),
+        Err(e) => return Ok(report_split_error(&args.file, &e, ctx)),
     };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
@@ -80,61 +80,4 @@ pub fn open_options(parse: &ParseArgs) -> OpenOptions {
 /// A path for people, escaped.
 pub fn show(path: &Path) -> String {
     escape::str(&path.display().to_string()).into_owned()
-}
-
-/// Parses `--max-size`: a number of bytes, optionally followed by a unit: `K`, `M`, `G`, `T`
-/// (powers of 1000, as gguf-split's `M` and `G`; `KB`… too) or `KiB`, `MiB`, `GiB`, `TiB`
-/// (powers of 1024); `B` for bytes. Units are case-insensitive; the result must be at least 1.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
-    let (number, unit) = s.split_at(digits);
-    if number.is_empty() {
-        return Err(format!("{s:?} is not a size: expected a whole number, e.g. 2G or 500MiB"));
-    }
-    let unit = unit.trim().to_ascii_lowercase();
-    let scale: u64 = match unit.as_str() {
-        "" | "b" => 1,
-        "k" | "kb" => 1_000,
-        "m" | "mb" => 1_000_000,
-        "g" | "gb" => 1_000_000_000,
-        "t" | "tb" => 1_000_000_000_000,
-        "kib" => 1 << 10,
-        "mib" => 1 << 20,
-        "gib" => 1 << 30,
-        "tib" => 1 << 40,
-        _ => {
-            return Err(format!(
-                "unknown unit {unit:?}: use K, M, G, T (powers of 1000) or KiB, MiB, GiB, TiB"
-            ));
-        }
-    };
-    let n: u64 = number.parse().map_err(|_| format!("{s:?} is too large"))?;
-    match n.checked_mul(scale) {
-        Some(0) => Err("the size must be at least 1 byte".to_owned()),
-        Some(bytes) => Ok(bytes),
-        None => Err(format!("{s:?} is too large")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_parse_like_gguf_split_and_more() {
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("2G"), Ok(2_000_000_000));
-        assert_eq!(parse_size("500M"), Ok(500_000_000));
-        assert_eq!(parse_size("500mb"), Ok(500_000_000));
-        assert_eq!(parse_size("3 GiB"), Ok(3 << 30));
-        assert_eq!(parse_size("1KiB"), Ok(1024));
-        assert_eq!(parse_size("7b"), Ok(7));
-        assert!(parse_size("0").unwrap_err().contains("at least 1 byte"));
-        assert!(parse_size("1.5G").unwrap_err().contains("unknown unit"));
-        assert!(parse_size("G").unwrap_err().contains("not a size"));
-        assert!(parse_size("-1").unwrap_err().contains("not a size"));
-        assert!(parse_size("99999999999T").unwrap_err().contains("too large"));
-        assert!(parse_size("99999999999999999999999").unwrap_err().contains("too large"));
-    }
 }

@@ -1,9 +1,9 @@
 //! `sipllm convert` (GGUF ↔ `.llmw`: round trips byte for byte, value equality, the
 //! unsupported-key list and `--drop-unsupported`, refusals) and `sipllm make-toy`.
 
+use sipllm_edit::toy::toy_model;
 use sipllm_gguf::builder::{GgufBuilder, Value};
 use sipllm_gguf::{Endian, GgmlType, ValueType};
-use sipllm_streaming::toy::toy_model;
 
 use crate::edit::{cmdline, manifest, metadata, model};
 use crate::support::{golden, sample_path, shared, sipllm, temp_dir};

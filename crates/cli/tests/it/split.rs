@@ -235,7 +235,7 @@ fn broken_sets_and_refusals_have_their_exit_codes() {
 
     // Requests that do not fit the file: exit code 2.
     for (args, code) in [
-        (vec!["split", &names[0], "--max-tensors", "1"], "stream::split::already_split"),
+        (vec!["split", &names[0], "--max-tensors", "1"], "split::already_split"),
         (vec!["merge", "tiny.gguf", "out.gguf"], "stream::split::not_a_set"),
         (vec!["merge", &names[0], &names[2]], "stream::split::name_mismatch"),
     ] {
@@ -259,6 +259,6 @@ fn broken_sets_and_refusals_have_their_exit_codes() {
     fs::write(dir.join("empty.gguf"), GgufBuilder::new().build()).unwrap();
     let run = sipllm(&dir, &["split", "empty.gguf", "--max-tensors", "1"]);
     assert_eq!(run.code, Some(2), "{}", run.transcript());
-    assert!(run.stderr.contains("stream::split::refused"), "{}", run.stderr);
+    assert!(run.stderr.contains("split::refused"), "{}", run.stderr);
     assert!(run.stderr.contains("nothing to split"), "{}", run.stderr);
 }
