@@ -6,8 +6,9 @@
 //!   header or tensor data given to a builder, an output that is its input.
 //! * [`SplitError`] (`split::…`): what splitting or merging refuses, or a write of it failing.
 //! * [`InPlaceError`] (`in_place::…`): the crash-safe header rewrite and its recovery.
-//! * [`EditError`](crate::edit::EditError) (`edit::…`) lives with its module, and
-//!   [`InputError`](crate::InputError) (`input::…`) with [`read_capped`](crate::read_capped).
+//! * [`EditError`](crate::edit::EditError) (`edit::…`) and
+//!   [`ConvertError`](crate::convert::ConvertError) (`convert::…`) live with their modules,
+//!   and [`InputError`](crate::InputError) (`input::…`) with [`read_capped`](crate::read_capped).
 //!
 //! Reading a model (the source of a copy, the file re-opened for a check) fails with the
 //! read side's [`StreamError`], kept whole inside each type's `Read` variant: its code and

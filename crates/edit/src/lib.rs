@@ -12,12 +12,14 @@
 //! * [`edit`]: metadata edits and tensor renames planned on a parsed header, written out of
 //!   place or fitted in place, and checked after the write. Every bad argument is reported at
 //!   once.
+//! * [`convert`]: GGUF ↔ `.llmw`, checked after the write; [`keys`]: the types llama.cpp
+//!   reads well-known keys as (the `.llmw` → GGUF type choice, an edit's type notes).
 //! * [`identity`]: whether two paths are one file (every writer refuses an output that is its
 //!   input); [`input`]: bounded reads of auxiliary inputs (`--set-file`).
 //! * [`toy`]: a tiny llama-shaped model from a seed, written identically as GGUF and `.llmw`.
 //!
 //! Errors: one type per area ([`WriteError`], [`SplitError`], [`InPlaceError`],
-//! [`EditError`](edit::EditError), [`InputError`]),
+//! [`EditError`](edit::EditError), [`ConvertError`](convert::ConvertError), [`InputError`]),
 //! each variant with a stable code and help through [`Kind`](sipllm_format::Kind); a read
 //! that fails keeps the read side's [`StreamError`](sipllm_streaming::StreamError) whole.
 //!
@@ -54,11 +56,13 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 #![doc(test(attr(deny(warnings))))]
 
+pub mod convert;
 pub mod edit;
 mod error;
 pub mod identity;
 pub mod in_place;
 pub mod input;
+pub mod keys;
 pub mod split;
 pub mod toy;
 pub mod write;

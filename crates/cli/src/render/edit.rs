@@ -12,9 +12,9 @@ use sipllm_gguf::PADDING_KEY;
 use sipllm_gguf::writer::Value;
 use sipllm_streaming::StreamError;
 
-use crate::keys;
 use crate::render::escape::{self, Style};
 use crate::render::value::group;
+use sipllm_edit::keys;
 
 /// `"text"`, escaped.
 pub fn quoted(s: &str) -> String {

@@ -241,6 +241,20 @@ pub enum CheckError {
         /// Offset within the tensor.
         at: u64,
     },
+    /// A converted file lists another number of keys than were kept.
+    #[error("{found} keys instead of {kept}")]
+    KeyCount {
+        /// Keys found.
+        found: usize,
+        /// Keys written.
+        kept: usize,
+    },
+    /// A converted file's key does not have its source's value (through the read side).
+    #[error("key {key:?} does not have its value")]
+    Value {
+        /// The key.
+        key: String,
+    },
     /// A tensor's offset overflows.
     #[error("tensor {tensor:?}: its offset overflows")]
     Overflow {
