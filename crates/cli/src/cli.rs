@@ -405,6 +405,10 @@ pub struct SplitArgs {
     #[arg(long)]
     pub no_tensor_first_split: bool,
 
+    /// Print the plan (each shard's name, tensors and data size) and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+
     /// Parsing options.
     #[command(flatten)]
     pub parse: ParseArgs,

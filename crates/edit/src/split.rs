@@ -93,6 +93,28 @@ pub struct WrittenFile {
     pub file_size: u64,
 }
 
+/// One shard of a planned split ([`plan_split`]): nothing is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedShard {
+    /// Where it would be written.
+    pub path: PathBuf,
+    /// Tensors in it.
+    pub tensors: usize,
+    /// Its tensor data as [`SplitLimit::Size`] counts it (each tensor padded to
+    /// [`SIZE_PADDING`]).
+    pub data_bytes: u64,
+    /// The largest tensor in it (its padded size), when it has one.
+    pub largest: Option<(String, u64)>,
+}
+
+impl PlannedShard {
+    /// True when the shard holds more tensor data than a [`SplitLimit::Size`] limit: only a
+    /// tensor larger than the limit does that (a tensor is never split across shards).
+    pub fn over(&self, limit: SplitLimit) -> bool {
+        matches!(limit, SplitLimit::Size(n) if self.data_bytes > n)
+    }
+}
+
 /// Distributes tensors of the given byte sizes over shards as gguf-split does: greedily, in
 /// their order, a new shard starting when the current one has `Tensors(n)` tensors, or when
 /// the next tensor's [`SIZE_PADDING`]-padded size would take it past `Size(n)`. A shard is only
@@ -136,34 +158,18 @@ pub fn plan_shards(
     shards
 }
 
-/// Splits the GGUF file at `src` into a set of shards and returns them in order.
-///
-/// The tensors are distributed by [`plan_shards`]. The first shard holds every metadata pair
-/// of `src` — in order, with `general.alignment` if any — followed by `split.no`,
-/// `split.count` and `split.tensors.count` (gguf-py's order); the others hold only the three
-/// split keys. Each shard keeps `src`'s byte order and version (v1 is written as v3) and is laid
-/// out canonically: the first with `src`'s alignment, the others with 32 (they have no
-/// `general.alignment`), so every shard is self-consistent (gguf-split pads every shard to 32
-/// even when the first declares another alignment).
-///
-/// Memory stays bounded: headers are serialized from `src`'s parsed header (arrays copied
-/// verbatim), and tensor data is copied file to file in the kernel (`copy_range`), holes kept,
-/// from the descriptor `src` was parsed through.
-///
-/// The set is replaced atomically as a set: every shard is first written complete to a
-/// temporary (synced, closed); only then is an old first shard of the same name removed and
-/// the temporaries renamed, the last shard first and the first shard last. At no instant does
-/// a first shard stand beside shards of another run, so a kill leaves the old set, the new
-/// set, or a set without its first shard (refused as incomplete) — never a mix that
-/// validates. Temporaries a killed earlier run left for these names are removed first
-/// ([`crate::write::remove_stale_temps`]). If a shard fails, nothing is
-/// renamed; if a rename fails, the shards already renamed are removed again.
-///
-/// Refused: a shard name that is the input ([`WriteError::OutputIsInput`], by file
-/// identity); a file that is already a shard of a set ([`SplitError::AlreadySplit`]); a
-/// limit of 0, a file without tensors, a tensor of unknown size, a plan of more than 65,535
-/// shards, and an empty shard other than a metadata-only first ([`SplitError::Refused`]).
-pub fn split_file(src: &Path, options: &SplitOptions) -> Result<Vec<WrittenFile>, SplitError> {
+/// What every split does before it writes: the input opened and checked, the plan made.
+struct Prepared {
+    input: GgufFile,
+    sizes: Vec<u64>,
+    plan: Vec<Range<usize>>,
+    count: u16,
+    total: i32,
+    dir: PathBuf,
+    prefix: PathBuf,
+}
+
+fn prepare(src: &Path, options: &SplitOptions) -> Result<Prepared, SplitError> {
     let refuse = |reason: SplitRefusal| SplitError::Refused { path: src.to_path_buf(), reason };
     let input = GgufFile::open(src, &options.open)?;
     let keys = SplitKeys::read(input.gguf(), Some(src))?;
@@ -212,11 +218,81 @@ pub fn split_file(src: &Path, options: &SplitOptions) -> Result<Vec<WrittenFile>
         _ => src.file_name(),
     }
     .ok_or_else(|| refuse(SplitRefusal::NoFileName))?;
+    let prefix = dir.join(stem);
+    Ok(Prepared { input, sizes, plan, count, total, dir, prefix })
+}
+
+/// Plans the split of `src` as [`split_file`] would make it — the same checks and refusals,
+/// the same shard names and contents — and writes nothing (`sipllm split --dry-run`).
+///
+/// # Errors
+///
+/// As [`split_file`]'s refusals.
+pub fn plan_split(src: &Path, options: &SplitOptions) -> Result<Vec<PlannedShard>, SplitError> {
+    let p = prepare(src, options)?;
+    let gguf = p.input.gguf();
+    let shards = p.plan.iter().enumerate().map(|(k, range)| {
+        let padded = |n: u64| align_up(n, SIZE_PADDING).unwrap_or(u64::MAX);
+        let mut largest: Option<(String, u64)> = None;
+        let mut data_bytes = 0u64;
+        for (t, &size) in gguf
+            .tensors()
+            .skip(range.start)
+            .take(range.len())
+            .zip(p.sizes.get(range.clone()).unwrap_or_default())
+        {
+            let n = padded(size);
+            data_bytes = data_bytes.saturating_add(n);
+            if largest.as_ref().is_none_or(|(_, m)| n > *m) {
+                largest = Some((t.name.to_string_lossy().into_owned(), n));
+            }
+        }
+        let no = u16::try_from(k).unwrap_or(u16::MAX);
+        PlannedShard {
+            path: shard_path(&p.prefix, no, p.count),
+            tensors: range.len(),
+            data_bytes,
+            largest,
+        }
+    });
+    Ok(shards.collect())
+}
+
+/// Splits the GGUF file at `src` into a set of shards and returns them in order.
+///
+/// The tensors are distributed by [`plan_shards`]. The first shard holds every metadata pair
+/// of `src` — in order, with `general.alignment` if any — followed by `split.no`,
+/// `split.count` and `split.tensors.count` (gguf-py's order); the others hold only the three
+/// split keys. Each shard keeps `src`'s byte order and version (v1 is written as v3) and is laid
+/// out canonically: the first with `src`'s alignment, the others with 32 (they have no
+/// `general.alignment`), so every shard is self-consistent (gguf-split pads every shard to 32
+/// even when the first declares another alignment).
+///
+/// Memory stays bounded: headers are serialized from `src`'s parsed header (arrays copied
+/// verbatim), and tensor data is copied file to file in the kernel (`copy_range`), holes kept,
+/// from the descriptor `src` was parsed through.
+///
+/// The set is replaced atomically as a set: every shard is first written complete to a
+/// temporary (synced, closed); only then is an old first shard of the same name removed and
+/// the temporaries renamed, the last shard first and the first shard last. At no instant does
+/// a first shard stand beside shards of another run, so a kill leaves the old set, the new
+/// set, or a set without its first shard (refused as incomplete) — never a mix that
+/// validates. Temporaries a killed earlier run left for these names are removed first
+/// ([`crate::write::remove_stale_temps`]). If a shard fails, nothing is
+/// renamed; if a rename fails, the shards already renamed are removed again.
+///
+/// Refused: a shard name that is the input ([`WriteError::OutputIsInput`], by file
+/// identity); a file that is already a shard of a set ([`SplitError::AlreadySplit`]); a
+/// limit of 0, a file without tensors, a tensor of unknown size, a plan of more than 65,535
+/// shards, and an empty shard other than a metadata-only first ([`SplitError::Refused`]).
+pub fn split_file(src: &Path, options: &SplitOptions) -> Result<Vec<WrittenFile>, SplitError> {
+    let refuse = |reason: SplitRefusal| SplitError::Refused { path: src.to_path_buf(), reason };
+    let Prepared { input, sizes: _, plan, count, total, dir, prefix } = prepare(src, options)?;
+    let gguf = input.gguf();
     if !dir.as_os_str().is_empty() {
         std::fs::create_dir_all(&dir)
             .map_err(|source| WriteError::Create { path: dir.clone(), source })?;
     }
-    let prefix = dir.join(stem);
     // The bytes copied are those of the file whose header was parsed (held open since).
     let data = input.file().ok_or_else(|| refuse(SplitRefusal::NotAFile))?;
     let dests: Vec<PathBuf> = (0..count).map(|no| shard_path(&prefix, no, count)).collect();

@@ -358,7 +358,8 @@ impl WeightSource for Model {
 /// found from the first 4 bytes, not the name (see [`Model::open`]).
 ///
 /// ```
-/// use sipllm_streaming::{OpenOptions, WeightSource, open_model, toy};
+/// use sipllm_edit::toy; // the write side's toy model (a dev-dependency here)
+/// use sipllm_streaming::{OpenOptions, WeightSource, open_model};
 ///
 /// let dir = std::env::temp_dir().join(format!("sipllm-open-model-doc-{}", std::process::id()));
 /// let files = toy::write_toy(7, &dir)?; // toy.gguf and toy.llmw: the same model

@@ -1,11 +1,15 @@
 //! `sipllm split FILE --max-tensors N | --max-size SIZE [--out-dir DIR]
-//! [--no-tensor-first-split]`: write a GGUF file as a split set, as llama.cpp's gguf-split
-//! does (see `docs/split.md`).
+//! [--no-tensor-first-split] [--dry-run]`: write a GGUF file as a split set, as llama.cpp's
+//! gguf-split does (see `docs/split.md`), or with `--dry-run` print the plan and write nothing.
+//! A shard that ends over `--max-size` (a tensor larger than the limit: tensors are never
+//! split) gets a note on standard error.
 
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use sipllm_edit::split::{SplitLimit, SplitOptions, WrittenFile, split_file};
+use sipllm_edit::split::{
+    PlannedShard, SplitLimit, SplitOptions, WrittenFile, plan_split, split_file,
+};
 use sipllm_gguf::ParseOptions;
 use sipllm_streaming::OpenOptions;
 
@@ -27,6 +31,35 @@ pub fn run(args: &SplitArgs, ctx: &Ctx) -> io::Result<Exit> {
         .with_no_tensor_first_split(args.no_tensor_first_split)
         .with_open(open_options(&args.parse));
     options.out_dir = args.out_dir.clone();
+    let rule = match limit {
+        SplitLimit::Tensors(n) => format!("at most {} tensors per file", group(n)),
+        SplitLimit::Size(n) => format!("at most {} bytes of tensor data per file", group(n)),
+    };
+    // The plan (the same checks and names as the split itself): printed for --dry-run, and
+    // the source of the over-size notes.
+    let plan = if args.dry_run || matches!(limit, SplitLimit::Size(_)) {
+        match plan_split(&args.file, &options) {
+            Ok(plan) => plan,
+            Err(e) => return Ok(report_split_error(&args.file, &e, ctx)),
+        }
+    } else {
+        Vec::new()
+    };
+    if args.dry_run {
+        let mut out = BufWriter::new(io::stdout().lock());
+        let tensors: usize = plan.iter().map(|p| p.tensors).sum();
+        writeln!(
+            out,
+            "would split {} into {} files ({} tensors; {rule}); nothing written:",
+            show(&args.file),
+            plan.len(),
+            group(tensors as u64)
+        )?;
+        plan_table(&mut out, &plan)?;
+        out.flush()?;
+        over_size_notes(&plan, limit);
+        return Ok(Exit::Ok);
+    }
     let written = match split_file(&args.file, &options) {
         Ok(w) => w,
         Err(e) => return Ok(report_split_error(&args.file, &e, ctx)),
@@ -34,10 +67,6 @@ pub fn run(args: &SplitArgs, ctx: &Ctx) -> io::Result<Exit> {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     let tensors: usize = written.iter().map(|w| w.tensors).sum();
-    let rule = match limit {
-        SplitLimit::Tensors(n) => format!("at most {} tensors per file", group(n)),
-        SplitLimit::Size(n) => format!("at most {} bytes of tensor data per file", group(n)),
-    };
     writeln!(
         out,
         "split {} into {} files ({} tensors; {rule}):",
@@ -47,7 +76,45 @@ pub fn run(args: &SplitArgs, ctx: &Ctx) -> io::Result<Exit> {
     )?;
     file_table(&mut out, &written)?;
     out.flush()?;
+    drop(out);
+    over_size_notes(&plan, limit);
     Ok(Exit::Ok)
+}
+
+/// One line per planned shard: path, tensors, tensor data as `--max-size` counts it.
+fn plan_table(out: &mut dyn Write, plan: &[PlannedShard]) -> io::Result<()> {
+    let width = plan.iter().map(|p| show(&p.path).chars().count()).max().unwrap_or(0);
+    for p in plan {
+        let name = show(&p.path);
+        let pad = width - name.chars().count();
+        let unit = if p.tensors == 1 { "tensor " } else { "tensors" };
+        writeln!(
+            out,
+            "  {name}{:pad$}  {:>6} {unit}  {} bytes of tensor data ({})",
+            "",
+            group(p.tensors as u64),
+            group(p.data_bytes),
+            human_bytes(p.data_bytes)
+        )?;
+    }
+    Ok(())
+}
+
+/// A note on standard error for each shard over a `--max-size` limit.
+fn over_size_notes(plan: &[PlannedShard], limit: SplitLimit) {
+    let SplitLimit::Size(max) = limit else { return };
+    for p in plan.iter().filter(|p| p.over(limit)) {
+        let (name, size) = p.largest.clone().unwrap_or_default();
+        usage_error(&format!(
+            "note: {} holds {} bytes of tensor data, more than --max-size {}: tensor {} alone is \
+             {} bytes, and a tensor is never split across shards",
+            show(&p.path),
+            group(p.data_bytes),
+            group(max),
+            escape::quoted(name.as_bytes()),
+            group(size)
+        ));
+    }
 }
 
 /// One line per written file: path, tensors, size.

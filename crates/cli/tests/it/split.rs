@@ -262,3 +262,45 @@ fn broken_sets_and_refusals_have_their_exit_codes() {
     assert!(run.stderr.contains("split::refused"), "{}", run.stderr);
     assert!(run.stderr.contains("nothing to split"), "{}", run.stderr);
 }
+
+/// `--dry-run` prints the plan the split would write (the same names and tensor counts) and
+/// writes nothing; a shard over `--max-size` (one tensor larger than the limit) gets a note,
+/// on a dry run and a real one alike.
+#[test]
+fn dry_run_prints_the_plan_and_writes_nothing_and_over_size_shards_get_a_note() {
+    let dir = temp_dir("split-dry-run");
+    big_model(&dir);
+    let before = fs::read_dir(&dir).unwrap().count();
+    let run = sipllm(&dir, &["split", "big.gguf", "--max-tensors", "100", "--dry-run"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(
+        run.stdout.starts_with(
+            "would split big.gguf into 3 files (300 tensors; at most 100 tensors per file); \
+             nothing written:"
+        ),
+        "{}",
+        run.stdout
+    );
+    for k in 1..=3 {
+        assert!(run.stdout.contains(&format!("big-0000{k}-of-00003.gguf")), "{}", run.stdout);
+    }
+    assert_eq!(run.stdout.matches(" 100 tensors  ").count(), 3, "{}", run.stdout);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+    assert_eq!(fs::read_dir(&dir).unwrap().count(), before, "nothing written");
+    assert!(shards(&dir, "big").is_empty());
+
+    // Q8_0 [64, 3] is 204 bytes (224 padded): over a 100-byte limit, alone in its shard.
+    let run = sipllm(&dir, &["split", "big.gguf", "--max-size", "100", "--dry-run"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(run.stdout.contains("nothing written"), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("more than --max-size 100: tensor \"blk.0.w2\" alone is 224 bytes"),
+        "{}",
+        run.stderr
+    );
+    assert!(shards(&dir, "big").is_empty(), "a dry run writes nothing");
+    let run = sipllm(&dir, &["split", "big.gguf", "--max-size", "100"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(run.stderr.contains("a tensor is never split across shards"), "{}", run.stderr);
+    assert!(!shards(&dir, "big").is_empty());
+}
