@@ -59,13 +59,9 @@ impl Diag {
         if let Some(p) = e.llmw_error() {
             return Diag::finding("error", p);
         }
-        let mut message = e.to_string();
-        // The filename is an attribute of its own; keep the message about the bytes.
-        if let Some(rest) =
-            e.path().and_then(|p| message.strip_prefix(&format!("{}: ", p.display())))
-        {
-            message = rest.to_owned();
-        }
+        // The message never repeats the file (the read side's errors keep it as context, like
+        // the filename attribute here).
+        let message = e.to_string();
         let (path, length) = match e {
             StreamError::UnknownMagic { .. } => ("header.magic", 4),
             StreamError::TooShort { .. } => ("header.magic", 0),
@@ -78,7 +74,7 @@ impl Diag {
             length,
             path: path.to_owned(),
             message,
-            help: e.help(),
+            help: e.help().to_owned(),
         }
     }
 

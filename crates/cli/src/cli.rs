@@ -394,7 +394,7 @@ pub struct SplitArgs {
     /// At most SIZE bytes of tensor data per shard, each tensor counted padded to 32 bytes
     /// (headers not counted): bytes, or with a unit K, M, G, T (powers of 1000, as
     /// gguf-split) or KiB, MiB, GiB, TiB.
-    #[arg(long, value_name = "SIZE", value_parser = crate::commands::split::parse_size)]
+    #[arg(long, value_name = "SIZE", value_parser = crate::values::parse_size)]
     pub max_size: Option<u64>,
 
     /// Write the shards into DIR (default: FILE's directory).
@@ -404,6 +404,10 @@ pub struct SplitArgs {
     /// Make shard 1 metadata-only (no tensors), as gguf-split's flag of the same name.
     #[arg(long)]
     pub no_tensor_first_split: bool,
+
+    /// Print the plan (each shard's name, tensors and data size) and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 
     /// Parsing options.
     #[command(flatten)]

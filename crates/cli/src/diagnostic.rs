@@ -1,8 +1,11 @@
 //! Parser errors and warnings as miette diagnostics over a hex view of the file.
 //!
 //! A [`Finding`] is the format-neutral record of one problem (code, message, logical path,
-//! offset, length, help), made from a GGUF or `.llmw` parser error, a GGUF warning or an I/O
-//! error. [`FileDiagnostic`] pairs it with a [`hexview`](crate::render::hexview::build) window of the
+//! offset, length, help), made from a GGUF or `.llmw` parser error, a GGUF warning, or any
+//! library error with a code and help ([`Kind`]: the read side's, the write side's). Library
+//! messages never repeat the file they are about; [`FileDiagnostic`] renders that context —
+//! the file's name, and the bytes around the offset — around the message, which it never
+//! edits. [`FileDiagnostic`] pairs it with a [`hexview`](crate::render::hexview::build) window of the
 //! bytes around the offset and implements [`miette::Diagnostic`] by hand (not with the derive:
 //! zkat/miette#458 makes derived fields raise false `unused_assignments` warnings on Rust
 //! ≥ 1.93). [`Renderer`] draws it with miette's graphical handler, in color only when asked.
@@ -12,7 +15,7 @@ use std::fmt;
 use miette::{
     Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode,
 };
-use sipllm_streaming::{ReadAt, StreamError};
+use sipllm_streaming::{Kind, ReadAt, StreamError};
 
 use crate::render::escape;
 use crate::render::hexview;
@@ -89,7 +92,8 @@ impl Finding {
 
     /// Why a file could not be opened or read: the parser's error when there is one (GGUF or
     /// `.llmw`), a wrong magic or a file too short for one (over the bytes concerned), else the
-    /// I/O error (without a byte range).
+    /// read side's error (without a byte range). Its message is the error's `Display`, which
+    /// never repeats the file: [`FileDiagnostic`] renders the file (and the offset) around it.
     pub fn from_stream_error(e: &StreamError) -> Finding {
         if let Some(p) = e.parse_error() {
             return Finding::from_gguf_error(p);
@@ -97,51 +101,47 @@ impl Finding {
         if let Some(p) = e.llmw_error() {
             return Finding::from_llmw_error(p);
         }
-        let mut message = match e {
-            // The path is shown by the caller; keep only the operating system's reason.
-            StreamError::Open { source, .. } => format!("cannot open: {source}"),
-            other => other.to_string(),
-        };
-        // The caller names the file; drop the streaming layer's `path: ` prefix.
-        if let Some(rest) =
-            e.path().and_then(|p| message.strip_prefix(&format!("{}: ", p.display())))
-        {
-            message = rest.to_owned();
-        }
         // A remote failure: its own code and help (the URL, status and hop are in the message).
         if let Some(r) = crate::open::remote_error(e) {
-            return Finding {
-                severity: Severity::Error,
-                code: r.code(),
-                message: escape::str(&message).into_owned(),
-                path: String::new(),
-                offset: None,
-                len: 0,
-                help: r.help(),
-            };
+            return Finding { help: r.help(), code: r.code(), ..Finding::from_error(e) };
         }
-        let (path, offset, len, help) = match e {
+        match e {
             StreamError::UnknownMagic { found, .. } => {
                 // The GGUF parser knows one more history than the sniffing does: "FUGG" is the
                 // byte-swapped magic of pre-release GGUF files.
                 let help = if found == b"FUGG" {
-                    sipllm_gguf::ErrorKind::BadMagic { found: *found }.help().to_owned()
+                    sipllm_gguf::ErrorKind::BadMagic { found: *found }.help()
                 } else {
                     e.help()
                 };
-                ("header.magic", Some(0), 4, help)
+                Finding {
+                    path: "header.magic".to_owned(),
+                    offset: Some(0),
+                    len: 4,
+                    help: help.to_owned(),
+                    ..Finding::from_error(e)
+                }
             }
-            StreamError::TooShort { len, .. } => ("header.magic", Some(*len), 0, e.help()),
-            _ => ("", None, 0, e.help()),
-        };
+            StreamError::TooShort { len, .. } => Finding {
+                path: "header.magic".to_owned(),
+                offset: Some(*len),
+                ..Finding::from_error(e)
+            },
+            _ => Finding::from_error(e),
+        }
+    }
+
+    /// Any library error (the read side's, the write side's): its code, its message (escaped)
+    /// and its help, with no byte range. The file it concerns is the caller's context.
+    pub fn from_error(e: &dyn Kind) -> Finding {
         Finding {
             severity: Severity::Error,
             code: e.code(),
-            message: escape::message(&message).into_owned(),
-            path: path.to_owned(),
-            offset,
-            len,
-            help,
+            message: escape::message(&e.to_string()).into_owned(),
+            path: String::new(),
+            offset: None,
+            len: 0,
+            help: e.help().to_owned(),
         }
     }
 

@@ -14,7 +14,6 @@
 //! | [`commands`] | one module per command |
 //! | [`glob`] | the `--filter` matcher |
 //! | [`values`] | the `edit` value syntax (`KEY=TYPE:VALUE`, arrays) |
-//! | [`keys`] | the GGUF types llama.cpp reads well-known keys as |
 //!
 //! Invariants: nothing read from a file reaches the terminal unescaped
 //! ([`render::escape`]); no input makes the program panic (a panic would exit with 101, which
@@ -33,7 +32,6 @@ pub mod cli;
 pub mod commands;
 pub mod diagnostic;
 pub mod glob;
-pub mod keys;
 pub mod open;
 pub mod render;
 pub mod values;
@@ -200,7 +198,7 @@ mod tests {
             // The sizes `make-toy` reports of what it wrote.
             ("fs::metadata(", &["commands/make_toy.rs"]),
         ];
-        // (`edit --set-file` reads its input through `sipllm_streaming::read_capped`.)
+        // (`edit --set-file` reads its input through `sipllm_edit::read_capped`.)
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let mut files = Vec::new();
         sources(&root, &mut files);

@@ -156,19 +156,13 @@ pub fn is_invalid_file(e: &StreamError) -> bool {
         e,
         StreamError::Open { .. }
             | StreamError::NotAFile { .. }
-            | StreamError::InputTooLarge { .. }
-            | StreamError::InputEmptyStream { .. }
             | StreamError::Io { .. }
             | StreamError::UnexpectedEof { .. }
             | StreamError::TooLarge { .. }
-            | StreamError::Create { .. }
-            | StreamError::Write { .. }
-            | StreamError::SplitNotASet { .. }
-            | StreamError::SplitAlreadySplit { .. }
-            | StreamError::SplitRefused { .. }
-            | StreamError::OutputIsInput { .. }
+            | StreamError::Spool { .. }
+            | StreamError::Split(sipllm_streaming::SplitSetError::NotASet { .. })
             | StreamError::Locked { .. }
-            | StreamError::SplitTooManyFiles { .. }
+            | StreamError::Split(sipllm_streaming::SplitSetError::TooManyFiles { .. })
     )
 }
 

@@ -297,6 +297,41 @@ impl Float for f64 {
     }
 }
 
+/// Parses `--max-size`: a number of bytes, optionally followed by a unit: `K`, `M`, `G`, `T`
+/// (powers of 1000, as gguf-split's `M` and `G`; `KB`… too) or `KiB`, `MiB`, `GiB`, `TiB`
+/// (powers of 1024); `B` for bytes. Units are case-insensitive; the result must be at least 1.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let s = s.trim();
+    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+    let (number, unit) = s.split_at(digits);
+    if number.is_empty() {
+        return Err(format!("{s:?} is not a size: expected a whole number, e.g. 2G or 500MiB"));
+    }
+    let unit = unit.trim().to_ascii_lowercase();
+    let scale: u64 = match unit.as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "m" | "mb" => 1_000_000,
+        "g" | "gb" => 1_000_000_000,
+        "t" | "tb" => 1_000_000_000_000,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        "tib" => 1 << 40,
+        _ => {
+            return Err(format!(
+                "unknown unit {unit:?}: use K, M, G, T (powers of 1000) or KiB, MiB, GiB, TiB"
+            ));
+        }
+    };
+    let n: u64 = number.parse().map_err(|_| format!("{s:?} is too large"))?;
+    match n.checked_mul(scale) {
+        Some(0) => Err("the size must be at least 1 byte".to_owned()),
+        Some(bytes) => Ok(bytes),
+        None => Err(format!("{s:?} is too large")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,5 +428,27 @@ mod tests {
             parse_set_array("a=u8:1,256").unwrap_err(),
             "\"a=u8:1,256\": element 1 \"256\": 256 does not fit u8 (0 to 255)"
         );
+    }
+}
+
+#[cfg(test)]
+mod size_tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_like_gguf_split_and_more() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("2G"), Ok(2_000_000_000));
+        assert_eq!(parse_size("500M"), Ok(500_000_000));
+        assert_eq!(parse_size("500mb"), Ok(500_000_000));
+        assert_eq!(parse_size("3 GiB"), Ok(3 << 30));
+        assert_eq!(parse_size("1KiB"), Ok(1024));
+        assert_eq!(parse_size("7b"), Ok(7));
+        assert!(parse_size("0").unwrap_err().contains("at least 1 byte"));
+        assert!(parse_size("1.5G").unwrap_err().contains("unknown unit"));
+        assert!(parse_size("G").unwrap_err().contains("not a size"));
+        assert!(parse_size("-1").unwrap_err().contains("not a size"));
+        assert!(parse_size("99999999999T").unwrap_err().contains("too large"));
+        assert!(parse_size("99999999999999999999999").unwrap_err().contains("too large"));
     }
 }

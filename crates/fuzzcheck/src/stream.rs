@@ -227,7 +227,10 @@ fn check_reads(target: &str, data: &[u8], src: &dyn WeightSource) {
         let Some(nbytes) = t.nbytes else {
             let e = src.read_raw(t, &mut []).expect_err("reading a tensor of unknown size");
             check_stream_error(&what, &e);
-            assert!(matches!(e, StreamError::UnknownSize { .. }), "{what}: {e}");
+            assert!(
+                matches!(e, StreamError::Tensor(sipllm_streaming::TensorError::UnknownSize { .. })),
+                "{what}: {e}"
+            );
             assert!(t.byte_size().is_err() && t.byte_len().is_err());
             continue;
         };
@@ -243,7 +246,13 @@ fn check_reads(target: &str, data: &[u8], src: &dyn WeightSource) {
             let mut wrong = vec![0u8; nbytes as usize + 1];
             let e = src.read_raw(t, &mut wrong).expect_err("a buffer of the wrong size");
             check_stream_error(&what, &e);
-            assert!(matches!(e, StreamError::SizeMismatch { .. }), "{what}: {e}");
+            assert!(
+                matches!(
+                    e,
+                    StreamError::Tensor(sipllm_streaming::TensorError::SizeMismatch { .. })
+                ),
+                "{what}: {e}"
+            );
         }
         // A part of the tensor, by offset: its second half (at most READ_CAP bytes).
         let half = nbytes / 2;
@@ -289,7 +298,7 @@ fn check_stream_error(target: &str, e: &StreamError) {
     assert_safe_text(target, "stream error Display", &e.to_string(), false);
     let help = e.help();
     assert!(!help.is_empty(), "{target}: {code} has no help");
-    assert_safe_text(target, "stream error help", &help, true);
+    assert_safe_text(target, "stream error help", help, true);
     let _ = (e.path(), e.offset(), format!("{e:?}"));
 }
 
@@ -383,7 +392,10 @@ fn typed_accessors(what: &str, src: &dyn WeightSource, key: &str, meta: &Meta<'_
     let missing = format!("{key}\u{0}missing");
     if src.meta(&missing).is_none() {
         let e = src.meta_int(&missing).expect_err("a missing key");
-        assert!(matches!(e, StreamError::MetaMissing { .. }), "{what}: {e}");
+        assert!(
+            matches!(e, StreamError::Meta(sipllm_streaming::MetaError::Missing { .. })),
+            "{what}: {e}"
+        );
         check_stream_error(what, &e);
     }
 }

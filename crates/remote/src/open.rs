@@ -127,11 +127,18 @@ pub fn open_model(
     };
     let no = split_key(&model, KEY_NO)?.unwrap_or(0);
     let Ok(count) = u16::try_from(count) else {
-        return Err(StreamError::SplitNotASet { path: Some(name_of(url)), count: None });
+        return Err(StreamError::Split(sipllm_streaming::SplitSetError::NotASet {
+            path: Some(name_of(url)),
+            count: None,
+        }));
     };
     let split_no = u16::try_from(no).unwrap_or(u16::MAX);
     let Some(name) = ShardName::parse(Path::new(url.file_name())) else {
-        return Err(StreamError::SplitBadName { path: name_of(url), split_no, count });
+        return Err(StreamError::Split(sipllm_streaming::SplitSetError::BadName {
+            path: name_of(url),
+            split_no,
+            count,
+        }));
     };
     let given = match model {
         Model::Gguf(g) => g,
@@ -157,12 +164,12 @@ pub fn open_model(
         let (shard, shard_tracked) = match open_tracked(&shard_url, http) {
             Ok(s) => s,
             Err(e) if e.status == Some(404) => {
-                return Err(StreamError::SplitMissingShard {
+                return Err(StreamError::Split(sipllm_streaming::SplitSetError::MissingShard {
                     set: name_of(url),
                     missing: Some(name_of(&shard_url)),
                     split_no: i,
                     count,
-                });
+                }));
             }
             Err(e) => return Err(open_error(&shard_url, e)),
         };
@@ -201,7 +208,7 @@ fn download(source: &dyn ReadAt, name: &Path) -> Result<File, StreamError> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let tmp = std::env::temp_dir().join(format!(".sipllm-fetch-{}-{stamp}", std::process::id()));
-    let create = |e| StreamError::Create { path: tmp.clone(), source: e };
+    let create = |e| StreamError::Spool { path: tmp.clone(), offset: 0, source: e };
     let mut file =
         File::options().read(true).write(true).create_new(true).open(&tmp).map_err(create)?;
     // Unnamed from now on.
@@ -219,10 +226,10 @@ fn download(source: &dyn ReadAt, name: &Path) -> Result<File, StreamError> {
             len: n,
             source: e,
         })?;
-        let write = |e: io::Error| StreamError::Write { path: tmp.clone(), offset: pos, source: e };
+        let write = |e: io::Error| StreamError::Spool { path: tmp.clone(), offset: pos, source: e };
         file.write_all(dst).map_err(write)?;
         pos += n;
     }
-    file.flush().map_err(|e| StreamError::Write { path: tmp.clone(), offset: pos, source: e })?;
+    file.flush().map_err(|e| StreamError::Spool { path: tmp.clone(), offset: pos, source: e })?;
     Ok(file)
 }

@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 use sipllm_gguf::{Decoder, Gguf};
 
 use crate::MetaStr;
-use crate::backing::{FileBacking, ReadAt};
+use crate::backing::ReadAt;
 use crate::error::StreamError;
+#[cfg(feature = "file")]
+use crate::file::FileBacking;
 use crate::header_bytes::HeaderBytes;
 use crate::meta::Meta;
 use crate::options::OpenOptions;
@@ -54,6 +56,7 @@ impl GgufFile {
     /// that every tensor lies inside the file. A file truncated inside its tensor data fails
     /// here with the parser's `gguf::layout::out_of_bounds` error naming the first tensor that
     /// does not fit.
+    #[cfg(feature = "file")]
     pub fn open(path: impl AsRef<Path>, options: &OpenOptions) -> Result<GgufFile, StreamError> {
         GgufFile::from_backing(FileBacking::open(path, options.backend)?, options)
     }
@@ -61,6 +64,7 @@ impl GgufFile {
     /// Opens a GGUF from a file already opened with its backend (`options.backend` does not
     /// apply). The header is read with `pread` even under the mmap backend: it is copied out
     /// once, and mapping it would only add its pages to the resident set.
+    #[cfg(feature = "file")]
     pub fn from_backing(
         backing: FileBacking,
         options: &OpenOptions,

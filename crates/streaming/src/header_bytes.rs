@@ -15,9 +15,11 @@ use std::fmt;
 use std::ops::Deref;
 
 /// Headers that grow past this many bytes move from a `Vec` into a reserved mapping.
+#[cfg_attr(not(all(unix, feature = "file")), allow(dead_code))]
 pub(crate) const RESERVE_FROM: usize = 256 << 10;
 
 /// The largest reservation: a header that outgrows it continues in a `Vec` (a copy).
+#[cfg_attr(not(all(unix, feature = "file")), allow(dead_code))]
 pub(crate) const MAX_RESERVE: u64 = 1 << 30;
 
 /// The bytes of a header read by [`read_header`](crate::read_header) or
@@ -32,7 +34,7 @@ pub struct HeaderBytes {
 
 enum Repr {
     Heap(Vec<u8>),
-    #[cfg(unix)]
+    #[cfg(all(unix, feature = "file"))]
     Reserved {
         map: memmap2::MmapMut,
         len: usize,
@@ -44,7 +46,7 @@ impl HeaderBytes {
     pub fn as_slice(&self) -> &[u8] {
         match &self.repr {
             Repr::Heap(v) => v,
-            #[cfg(unix)]
+            #[cfg(all(unix, feature = "file"))]
             Repr::Reserved { map, len } => map.get(..*len).unwrap_or_default(),
         }
     }
@@ -53,7 +55,7 @@ impl HeaderBytes {
     pub fn into_vec(self) -> Vec<u8> {
         match self.repr {
             Repr::Heap(v) => v,
-            #[cfg(unix)]
+            #[cfg(all(unix, feature = "file"))]
             Repr::Reserved { .. } => self.as_slice().to_vec(),
         }
     }
@@ -63,7 +65,7 @@ impl HeaderBytes {
     pub(crate) fn held(&self) -> u64 {
         match &self.repr {
             Repr::Heap(v) => v.capacity() as u64,
-            #[cfg(unix)]
+            #[cfg(all(unix, feature = "file"))]
             Repr::Reserved { len, .. } => *len as u64,
         }
     }
@@ -107,7 +109,7 @@ impl fmt::Debug for HeaderBytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let held = match &self.repr {
             Repr::Heap(_) => "heap",
-            #[cfg(unix)]
+            #[cfg(all(unix, feature = "file"))]
             Repr::Reserved { .. } => "mapped",
         };
         f.debug_struct("HeaderBytes").field("len", &self.len()).field("in", &held).finish()
@@ -118,6 +120,7 @@ impl fmt::Debug for HeaderBytes {
 pub(crate) struct HeaderBuf {
     bytes: HeaderBytes,
     /// The most the header can grow to (the source's length).
+    #[cfg_attr(not(all(unix, feature = "file")), allow(dead_code))]
     limit: u64,
 }
 
@@ -158,7 +161,7 @@ impl HeaderBuf {
     ) -> Result<&mut [u8], std::collections::TryReserveError> {
         let start = self.len();
         let end = start.saturating_add(add);
-        #[cfg(unix)]
+        #[cfg(all(unix, feature = "file"))]
         self.reserve_for(end);
         match &mut self.bytes.repr {
             Repr::Heap(v) => {
@@ -166,7 +169,7 @@ impl HeaderBuf {
                 v.resize(end, 0);
                 Ok(v.get_mut(start..).unwrap_or_default())
             }
-            #[cfg(unix)]
+            #[cfg(all(unix, feature = "file"))]
             Repr::Reserved { map, len } => {
                 *len = end;
                 Ok(map.get_mut(start..end).unwrap_or_default())
@@ -178,7 +181,7 @@ impl HeaderBuf {
     pub(crate) fn truncate(&mut self, len: usize) {
         match &mut self.bytes.repr {
             Repr::Heap(v) => v.truncate(len),
-            #[cfg(unix)]
+            #[cfg(all(unix, feature = "file"))]
             Repr::Reserved { len: l, .. } => *l = (*l).min(len),
         }
     }
@@ -186,7 +189,7 @@ impl HeaderBuf {
     /// Moves a `Vec` that is to grow past [`RESERVE_FROM`] into a reserved mapping (and a
     /// reserved buffer that is to outgrow its mapping back into a `Vec`). A mapping that
     /// cannot be made leaves the `Vec`.
-    #[cfg(unix)]
+    #[cfg(all(unix, feature = "file"))]
     fn reserve_for(&mut self, end: usize) {
         match &self.bytes.repr {
             // (Miri cannot run the foreign `mmap` call: it checks the `Vec` path.)
@@ -264,7 +267,7 @@ mod tests {
         append(&mut buf, 10);
         buf.truncate(len);
         let bytes = buf.into_bytes();
-        #[cfg(unix)]
+        #[cfg(all(unix, feature = "file"))]
         assert!(is_mapped(&bytes), "{bytes:?}");
         assert_eq!(bytes.held(), len as u64, "held: the bytes written, not the reservation");
         assert_eq!(bytes.clone(), bytes);
@@ -280,7 +283,7 @@ mod tests {
         while buf.len() < (3 << 20) {
             append(&mut buf, 64 << 10);
         }
-        #[cfg(unix)]
+        #[cfg(all(unix, feature = "file"))]
         assert!(is_mapped(&buf.bytes));
         append(&mut buf, 100);
         assert!(!is_mapped(&buf.bytes));

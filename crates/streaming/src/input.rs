@@ -12,22 +12,26 @@
 //! block there.)
 //!
 //! Auxiliary inputs a user names on purpose (`sipllm edit --set-file KEY=PATH`) may be streams
-//! — `/dev/stdin`, a shell's `<(…)`, a FIFO — so [`read_capped`] accepts them, but reads at most
-//! `max + 1` bytes from any source: `/dev/zero`, a large file or an endless pipe is refused as
+//! — `/dev/stdin`, a shell's `<(…)`, a FIFO — so [`open_input`] accepts them (and the write side's `read_capped`, but reads at most
+//! `max + 1` bytes from any source): `/dev/zero`, a large file or an endless pipe is refused as
 //! soon as it exceeds the cap, without reading further. A stream that ends before its first
 //! byte (a FIFO nobody has opened for writing reads as end-of-input at once) is refused too
-//! ([`StreamError::InputEmptyStream`]), so a missing writer is never mistaken for an empty
+//! (the write side's `InputError::EmptyStream`), so a missing writer is never mistaken for an empty
 //! value.
 
 use std::fs::{File, Metadata};
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 
 use crate::error::{FileKind, StreamError};
 
 /// Opens `path` read-only (or read-write when `write`) without blocking on a special file,
 /// and refuses anything but a regular file.
-pub(crate) fn open_regular(path: &Path, write: bool) -> Result<File, StreamError> {
+///
+/// # Errors
+///
+/// [`StreamError::Open`] (a directory too), [`StreamError::NotAFile`].
+pub fn open_regular(path: &Path, write: bool) -> Result<File, StreamError> {
     let (file, meta) = open_nonblocking(path, write)?;
     check_regular(&meta, path)?;
     Ok(file)
@@ -77,16 +81,15 @@ fn open_nonblocking(path: &Path, write: bool) -> Result<(File, Metadata), Stream
     Ok((file, meta))
 }
 
-/// Reads the whole of the file or stream at `path`, refusing it as soon as it holds more than
-/// `max` bytes: at most `max + 1` bytes are ever read (and held), whatever the source — a
-/// regular file, a pipe, a FIFO, `/dev/zero`.
+/// Opens an auxiliary input a user names on purpose (`sipllm edit --set-file KEY=PATH`)
+/// without blocking: a regular file (`None`), or a stream — a pipe, a FIFO, a character device
+/// such as `/dev/stdin` — with its kind (`Some`). The write side's `read_capped` reads it
+/// bounded.
 ///
-/// Regular files and streams (pipes, FIFOs, character devices such as `/dev/stdin`) are
-/// accepted and opened without blocking. A directory is [`StreamError::Open`], a socket
-/// [`StreamError::NotAFile`], more than `max` bytes [`StreamError::InputTooLarge`], a stream
-/// that ends before its first byte (a FIFO with no writer) [`StreamError::InputEmptyStream`].
-pub fn read_capped(path: impl AsRef<Path>, max: u64) -> Result<Vec<u8>, StreamError> {
-    let path = path.as_ref();
+/// # Errors
+///
+/// A directory is [`StreamError::Open`], a socket [`StreamError::NotAFile`].
+pub fn open_input(path: &Path) -> Result<(File, Metadata, Option<FileKind>), StreamError> {
     let (file, meta) = open_nonblocking(path, false)?;
     let kind = match check_regular(&meta, path) {
         Ok(()) => None,
@@ -96,30 +99,7 @@ pub fn read_capped(path: impl AsRef<Path>, max: u64) -> Result<Vec<u8>, StreamEr
         Err(StreamError::NotAFile { kind, .. }) => Some(kind),
         Err(e) => return Err(e),
     };
-    let too_large = || StreamError::InputTooLarge { path: path.to_path_buf(), max };
-    if kind.is_none() && meta.len() > max {
-        return Err(too_large());
-    }
-    // A regular file's size sizes the buffer (it may still grow while read: the cap holds);
-    // a stream starts small and grows as it delivers.
-    let hint = if kind.is_none() { meta.len().min(max) } else { 0 };
-    let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0));
-    let read_err = |source| StreamError::Io {
-        path: Some(path.to_path_buf()),
-        offset: 0,
-        len: max.saturating_add(1),
-        source,
-    };
-    file.take(max.saturating_add(1)).read_to_end(&mut bytes).map_err(read_err)?;
-    if bytes.len() as u64 > max {
-        return Err(too_large());
-    }
-    if bytes.is_empty()
-        && let Some(kind) = kind
-    {
-        return Err(StreamError::InputEmptyStream { path: path.to_path_buf(), kind });
-    }
-    Ok(bytes)
+    Ok((file, meta, kind))
 }
 
 #[cfg(all(test, unix))]
@@ -152,55 +132,33 @@ mod tests {
             StreamError::NotAFile { kind: FileKind::Fifo, .. } => {}
             e => panic!("{e:?}"),
         }
-        match read_capped(&path, 10).unwrap_err() {
-            StreamError::InputEmptyStream { kind: FileKind::Fifo, .. } => {}
-            e => panic!("{e:?}"),
-        }
+        assert!(matches!(open_input(&path), Ok((_, _, Some(FileKind::Fifo)))));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
-    fn character_devices_are_refused_as_models_and_read_capped_as_inputs() {
+    fn character_devices_are_refused_as_models_and_opened_as_inputs() {
         match open_regular(Path::new("/dev/null"), false).unwrap_err() {
             StreamError::NotAFile { kind: FileKind::CharDevice, .. } => {}
             e => panic!("{e:?}"),
         }
-        match read_capped("/dev/zero", 1000).unwrap_err() {
-            StreamError::InputTooLarge { max: 1000, .. } => {}
-            e => panic!("{e:?}"),
-        }
+        assert!(matches!(
+            open_input(Path::new("/dev/zero")),
+            Ok((_, _, Some(FileKind::CharDevice)))
+        ));
     }
 
     #[test]
-    fn regular_files_are_read_up_to_the_cap_exactly() {
+    fn regular_files_and_directories_are_told_apart() {
         let dir = temp("regular");
         let path = dir.join("t.jinja");
         std::fs::write(&path, b"0123456789").unwrap();
-        assert_eq!(read_capped(&path, 10).unwrap(), b"0123456789");
-        assert!(matches!(read_capped(&path, 9), Err(StreamError::InputTooLarge { max: 9, .. })));
-        std::fs::write(&path, b"").unwrap();
-        assert_eq!(read_capped(&path, 9).unwrap(), b"", "an empty regular file is an empty value");
+        assert!(matches!(open_input(&path), Ok((_, _, None))));
         assert!(open_regular(&path, false).is_ok());
         assert!(matches!(
             open_regular(&dir, false),
             Err(StreamError::Open { source, .. }) if source.kind() == io::ErrorKind::IsADirectory
         ));
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    #[cfg(target_os = "linux")]
-    fn an_endless_stream_is_refused_after_the_cap() {
-        use std::os::fd::AsRawFd as _;
-        // `yes` writes forever into a pipe; the read stops after cap + 1 bytes.
-        let mut child = std::process::Command::new("yes")
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("yes runs");
-        let fd = child.stdout.as_ref().unwrap().as_raw_fd();
-        let got = read_capped(format!("/proc/self/fd/{fd}"), 100_000);
-        child.kill().unwrap();
-        child.wait().unwrap();
-        assert!(matches!(got, Err(StreamError::InputTooLarge { max: 100_000, .. })), "{got:?}");
     }
 }

@@ -15,19 +15,21 @@
 //! * [`TensorStore`] is the format-neutral half (source + tensor list + name index + reads +
 //!   readahead) that every format's weight source embeds.
 //! * [`SplitFile`] ([`split`]) reads a split GGUF set (`model-00001-of-00004.gguf` …) as one
-//!   weight source; [`split::split_file`] and [`split::merge`] write and join sets.
-//! * [`in_place`] rewrites a GGUF header in place, crash-safely: the changed 4 KiB blocks are
-//!   backed up beside the model ([`HeaderBackup`]) before [`rewrite_header_in_place`] writes
-//!   them, and [`in_place::recover`] undoes an interrupted rewrite.
-//! * [`identity`] tells whether two paths are one file (symlinks and hard links included):
-//!   every writer refuses an output that is its input; [`lock`] is the advisory-lock protocol
-//!   between readers (shared) and the in-place writer (exclusive).
-//! * [`toy`] makes a tiny llama-shaped model from a seed and writes it identically as GGUF and
-//!   `.llmw` (the seam equivalence tests and `sipllm make-toy` use it).
+//!   weight source.
+//! * [`lock`] is the advisory-lock protocol between readers (shared, taken by every
+//!   [`FileBacking::open`]) and the in-place header writer (exclusive).
 //! * [`ReadAt`] is a positional byte source (offsets, no seek): [`FileBacking`] (pread by
 //!   default, mmap opt-in, `fadvise`/`madvise` readahead) and [`MemSource`].
 //! * [`StreamError`] keeps either parser's error intact and adds I/O context (path, offset,
-//!   missing bytes, the magic found); every variant has a stable code.
+//!   missing bytes, the magic found); [`TensorError`], [`MetaError`] and [`SplitSetError`]
+//!   say what a request or a split set got wrong. Every variant has a stable code and a
+//!   `&'static str` help ([`Kind`], the trait the parsers' findings implement).
+//!
+//! Writing — atomic files, the GGUF file builder, split and merge, the in-place header
+//! rewrite, toy models, edits and conversion — is the write-side crate's (`sipllm-edit`). This
+//! crate builds for `wasm32-unknown-unknown` without its default `file` feature: the file
+//! backings (pread, the memory map, locks) are behind it; [`MemSource`] and any [`ReadAt`]
+//! work everywhere.
 //!
 //! The everyday tasks — open a file, read hyperparameters, the tokens, one tensor into a
 //! buffer — are the same for every format:
@@ -88,14 +90,18 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod backing;
+mod bounds;
 mod error;
+#[cfg(feature = "file")]
+mod file;
 mod gguf_file;
 mod header_bytes;
-pub mod identity;
-pub mod in_place;
+#[cfg(feature = "file")]
 mod input;
 mod llmw_file;
+#[cfg(feature = "file")]
 pub mod lock;
+#[cfg(feature = "file")]
 #[allow(unsafe_code)]
 mod map;
 mod meta;
@@ -104,29 +110,32 @@ mod options;
 mod source;
 pub mod split;
 mod store;
-pub mod toy;
-mod values;
 mod window;
-pub mod write;
 
-pub use backing::{Backend, FileBacking, MemSource, ReadAt, ShortRead};
-pub use error::{FileKind, StreamError};
+pub use backing::{Backend, MemSource, ReadAt};
+pub use bounds::ShortRead;
+pub use error::{FileKind, Located, MetaError, SplitSetError, StreamError, TensorError};
+#[cfg(feature = "file")]
+pub use file::FileBacking;
 pub use gguf_file::{GgufFile, read_header};
 pub use header_bytes::HeaderBytes;
-pub use in_place::{
-    HeaderBackup, InPlaceStats, RecoverStats, rewrite_header_in_place, rewrite_header_locked,
-};
-pub use input::read_capped;
+#[cfg(feature = "file")]
+pub use input::{open_input, open_regular};
 pub use llmw_file::{LlmwFile, read_llmw_header};
 pub use meta::{FloatIter, FloatList, IntIter, IntList, Meta, MetaKind, StrIter, StrList};
-pub use model::{Format, Model, open_model, open_model_from};
+#[cfg(feature = "file")]
+pub use model::open_model;
+pub use model::{Format, Model, open_model_from};
 pub use options::OpenOptions;
 /// The string type of the metadata view (the parser's own: stored bytes, UTF-8 unless parsed
 /// leniently).
 pub use sipllm_gguf::value::MetaStr;
+pub use source::values::VALUES_CHUNK_BYTES;
 pub use source::{TensorInfo, WeightSource};
 pub use split::SplitFile;
 pub use store::TensorStore;
-pub use values::VALUES_CHUNK_BYTES;
 pub use window::{DEFAULT_WINDOW, HeaderStats};
-pub use write::{AtomicFile, GgufFileBuilder, TensorData, copy_range, write_llmw_into};
+
+/// The code/help trait of every error and finding (the parsers' too): `code()` is stable,
+/// `help()` says what to check or change.
+pub use sipllm_format::Kind;

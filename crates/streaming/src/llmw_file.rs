@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 use sipllm_llmw::{Decoder, Llmw};
 
 use crate::MetaStr;
-use crate::backing::{FileBacking, ReadAt};
+use crate::backing::ReadAt;
 use crate::error::StreamError;
+#[cfg(feature = "file")]
+use crate::file::FileBacking;
 use crate::header_bytes::HeaderBytes;
 use crate::meta::Meta;
 use crate::options::OpenOptions;
@@ -54,12 +56,14 @@ pub struct LlmwFile {
 impl LlmwFile {
     /// Opens the `.llmw` file at `path`: reads and parses its header (see
     /// [`read_llmw_header`]) and checks that every tensor lies inside the file.
+    #[cfg(feature = "file")]
     pub fn open(path: impl AsRef<Path>, options: &OpenOptions) -> Result<LlmwFile, StreamError> {
         LlmwFile::from_backing(FileBacking::open(path, options.backend)?, options)
     }
 
     /// Opens a `.llmw` file already opened with its backend (`options.backend` does not
     /// apply). The header is read with `pread` even under the mmap backend, as for GGUF.
+    #[cfg(feature = "file")]
     pub fn from_backing(
         backing: FileBacking,
         options: &OpenOptions,

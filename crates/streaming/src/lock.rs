@@ -6,8 +6,8 @@
 //!   **shared** lock before they read a byte and hold it while the file is open. If an
 //!   in-place rewrite holds the file, they wait for it, at most [`READ_WAIT`], so they never
 //!   parse a half-rewritten header.
-//! * **The in-place writer** ([`rewrite_header_in_place`](crate::rewrite_header_in_place),
-//!   [`in_place::recover`](crate::in_place::recover)) takes an **exclusive** lock without
+//! * **The in-place writer** (the write side's `rewrite_header_in_place`,
+//!   `in_place::recover`) takes an **exclusive** lock without
 //!   waiting: a second editor, or an editor while a reader has the file open, is refused
 //!   ([`StreamError::Locked`]) instead of racing it.
 //!
@@ -50,7 +50,11 @@ pub fn lock_shared(file: &File, path: &Path, wait: Duration) -> Result<(), Strea
             Attempt::Locked | Attempt::Unsupported => return Ok(()),
             Attempt::Busy if start.elapsed() < wait => std::thread::sleep(POLL),
             Attempt::Busy => {
-                return Err(StreamError::Locked { path: path.to_path_buf(), exclusive: false });
+                return Err(StreamError::Locked {
+                    path: path.to_path_buf(),
+                    exclusive: false,
+                    wait,
+                });
             }
         }
     }
@@ -66,7 +70,11 @@ pub fn lock_shared(file: &File, path: &Path, wait: Duration) -> Result<(), Strea
 pub fn try_lock_exclusive(file: &File, path: &Path) -> Result<(), StreamError> {
     match try_flock(file, true) {
         Attempt::Locked | Attempt::Unsupported => Ok(()),
-        Attempt::Busy => Err(StreamError::Locked { path: path.to_path_buf(), exclusive: true }),
+        Attempt::Busy => Err(StreamError::Locked {
+            path: path.to_path_buf(),
+            exclusive: true,
+            wait: Duration::ZERO,
+        }),
     }
 }
 
@@ -130,6 +138,8 @@ pub fn open_locked(path: &Path, write: bool) -> Result<File, StreamError> {
     Ok(file)
 }
 
+// Without Unix, `flock` is unsupported: only that variant is made.
+#[cfg_attr(not(unix), allow(dead_code))]
 enum Attempt {
     Locked,
     Busy,

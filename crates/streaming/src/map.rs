@@ -7,7 +7,7 @@
 use std::fs::File;
 use std::io;
 
-use crate::backing::copy_at;
+use crate::bounds::copy_at;
 
 /// A read-only map of a whole file.
 pub(crate) struct FileMap {

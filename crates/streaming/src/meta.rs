@@ -17,7 +17,7 @@ use sipllm_gguf::{
 };
 use sipllm_llmw::{NumberIter, Numbers, StrArray};
 
-use crate::error::StreamError;
+use crate::error::{MetaError, StreamError};
 
 /// The collapsed type of a [`Meta`] value, for matching and error messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -214,11 +214,13 @@ pub(crate) fn expect<'a, T>(
     expected: MetaKind,
     pick: impl FnOnce(&Meta<'a>) -> Option<T>,
 ) -> Result<T, StreamError> {
-    let value = value.ok_or_else(|| StreamError::MetaMissing { key: key.into() })?;
-    pick(&value).ok_or_else(|| StreamError::MetaType {
-        key: key.into(),
-        expected: expected.name(),
-        actual: value.kind().name(),
+    let value = value.ok_or_else(|| StreamError::Meta(MetaError::Missing { key: key.into() }))?;
+    pick(&value).ok_or_else(|| {
+        StreamError::Meta(MetaError::Type {
+            key: key.into(),
+            expected: expected.name(),
+            actual: value.kind().name(),
+        })
     })
 }
 
@@ -306,15 +308,17 @@ impl<'a> IntList<'a> {
     }
 
     /// The elements converted to `T` (e.g. `u32`, `usize`), one allocation; an element that
-    /// does not fit `T` is [`StreamError::MetaRange`] naming the key and index.
+    /// does not fit `T` is [`MetaError::Range`] naming the key and index.
     pub fn to_vec<T: TryFrom<i128>>(&self) -> Result<Vec<T>, StreamError> {
         let mut out = Vec::with_capacity(self.len());
         for (i, v) in self.iter().enumerate() {
-            out.push(T::try_from(v).map_err(|_| StreamError::MetaRange {
-                key: self.key.to_string(),
-                index: Some(i as u64),
-                value: v,
-                target: std::any::type_name::<T>(),
+            out.push(T::try_from(v).map_err(|_| {
+                StreamError::Meta(MetaError::Range {
+                    key: self.key.to_string(),
+                    index: Some(i as u64),
+                    value: v,
+                    target: std::any::type_name::<T>(),
+                })
             })?);
         }
         Ok(out)
@@ -653,13 +657,15 @@ impl<'a> StrList<'a> {
     }
 
     /// The elements as `&str`, one allocation (for the vector, not the strings); an element
-    /// that is not UTF-8 is [`StreamError::MetaUtf8`] naming the key and index.
+    /// that is not UTF-8 is [`MetaError::Utf8`] naming the key and index.
     pub fn to_vec(&self) -> Result<Vec<&'a str>, StreamError> {
         let mut out = Vec::with_capacity(self.len());
         for (i, t) in self.iter().enumerate() {
-            out.push(t.as_str().ok_or_else(|| StreamError::MetaUtf8 {
-                key: self.key.to_string(),
-                index: Some(i as u64),
+            out.push(t.as_str().ok_or_else(|| {
+                StreamError::Meta(MetaError::Utf8 {
+                    key: self.key.to_string(),
+                    index: Some(i as u64),
+                })
             })?);
         }
         Ok(out)

@@ -7,20 +7,25 @@
 //! those 4 bytes, which is simpler than threading them through and costs nothing).
 
 use std::fmt;
+#[cfg(feature = "file")]
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use sipllm_gguf::Profile;
 
 use crate::MetaStr;
-use crate::backing::{FileBacking, ReadAt};
+use crate::backing::ReadAt;
 use crate::error::StreamError;
+#[cfg(feature = "file")]
+use crate::file::FileBacking;
 use crate::gguf_file::GgufFile;
 use crate::llmw_file::LlmwFile;
 use crate::meta::Meta;
 use crate::options::OpenOptions;
 use crate::source::{TensorInfo, WeightSource};
-use crate::split::{SplitFile, SplitKeys};
+use crate::split::SplitFile;
+#[cfg(feature = "file")]
+use crate::split::SplitKeys;
 use crate::store::TensorStore;
 use crate::window::HeaderStats;
 
@@ -131,7 +136,8 @@ impl Model {
     /// A GGUF file whose `split.count` is above 1 is a shard of a split set: the other shards
     /// are found from its name and the whole set opens as [`Model::Split`] (see
     /// [`SplitFile::open`]), whichever shard `path` names. Split keys of the wrong type are
-    /// [`StreamError::SplitKeyType`], in any GGUF file.
+    /// [`SplitSetError::KeyType`](crate::SplitSetError::KeyType), in any GGUF file.
+    #[cfg(feature = "file")]
     pub fn open(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Model, StreamError> {
         let path = path.as_ref();
         let backing = FileBacking::open(path, options.backend)?;
@@ -154,8 +160,8 @@ impl Model {
     /// conversion): one [`File`] — read-only, or read-write when `write` — that the returned
     /// [`Model`] reads its header through (a duplicate of the descriptor, `options.backend`
     /// applying) and that the caller copies tensor data from
-    /// ([`TensorData::File`](crate::TensorData::File)) or rewrites the header of
-    /// ([`rewrite_header_in_place`](crate::rewrite_header_in_place)). Both therefore see the
+    /// (the write side's `TensorData::File`) or rewrites the header of
+    /// (its `rewrite_header_in_place`). Both therefore see the
     /// same file, even if `path` is replaced meanwhile (an output renamed over its input).
     ///
     /// Read-only, it takes a shared lock first, as every reader does ([`crate::lock`]);
@@ -165,6 +171,7 @@ impl Model {
     ///
     /// The format is sniffed as by [`Model::open`], but a shard of a split set opens as the
     /// single GGUF file it is: the file is what gets written from, not the set.
+    #[cfg(feature = "file")]
     pub fn open_with_file(
         path: impl AsRef<Path>,
         write: bool,
@@ -182,6 +189,7 @@ impl Model {
     /// Parses the single model file already open as `file` (at `path`, named in errors),
     /// through a duplicate of its descriptor: as [`open_with_file`](Self::open_with_file)
     /// without the open, for a caller that locks the file first.
+    #[cfg(feature = "file")]
     pub fn from_file(
         file: &File,
         path: impl AsRef<Path>,
@@ -350,7 +358,8 @@ impl WeightSource for Model {
 /// found from the first 4 bytes, not the name (see [`Model::open`]).
 ///
 /// ```
-/// use sipllm_streaming::{OpenOptions, WeightSource, open_model, toy};
+/// use sipllm_edit::toy; // the write side's toy model (a dev-dependency here)
+/// use sipllm_streaming::{OpenOptions, WeightSource, open_model};
 ///
 /// let dir = std::env::temp_dir().join(format!("sipllm-open-model-doc-{}", std::process::id()));
 /// let files = toy::write_toy(7, &dir)?; // toy.gguf and toy.llmw: the same model
@@ -368,6 +377,7 @@ impl WeightSource for Model {
 /// # std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[cfg(feature = "file")]
 pub fn open_model(
     path: impl AsRef<Path>,
     options: &OpenOptions,

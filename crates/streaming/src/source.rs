@@ -4,8 +4,12 @@ use sipllm_gguf::GgmlType;
 use smallvec::SmallVec;
 
 use crate::MetaStr;
-use crate::error::StreamError;
+use crate::error::{MetaError, StreamError, TensorError};
 use crate::meta::{self, FloatList, IntList, Meta, MetaKind, StrList};
+
+// Tensor values (dequantized reads): the default methods of the trait below, in their own
+// file.
+pub(crate) mod values;
 
 /// One tensor as the seam describes it, whatever the file format: the record every
 /// [`WeightSource`] hands out. Each parser has its own record of the same name, with spans
@@ -25,7 +29,7 @@ pub struct TensorInfo {
     /// Absolute byte offset of the data in the file.
     pub abs_offset: u64,
     /// Stored byte size; `None` only for a type with no known size (listed by the lenient GGUF
-    /// profile; reading it is [`StreamError::UnknownSize`]).
+    /// profile; reading it is [`TensorError::UnknownSize`]).
     pub nbytes: Option<u64>,
 }
 
@@ -37,9 +41,11 @@ impl TensorInfo {
 
     /// The byte size, or why it is unknown.
     pub fn byte_size(&self) -> Result<u64, StreamError> {
-        self.nbytes.ok_or_else(|| StreamError::UnknownSize {
-            tensor: self.name.clone(),
-            ggml_type: self.ggml_type,
+        self.nbytes.ok_or_else(|| {
+            StreamError::Tensor(TensorError::UnknownSize {
+                tensor: self.name.clone(),
+                ggml_type: self.ggml_type,
+            })
         })
     }
 
@@ -73,7 +79,7 @@ pub trait WeightSource: Send + Sync {
 
     /// Reads the whole of `tensor` (one of this source's [`tensors`](Self::tensors)) into
     /// `dst`, whose length must be the tensor's byte size
-    /// ([`StreamError::SizeMismatch`] otherwise).
+    /// ([`TensorError::SizeMismatch`] otherwise).
     fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<(), StreamError>;
 
     /// Reads `dst.len()` bytes at absolute offset `abs_offset` (any range inside the file,
@@ -97,9 +103,9 @@ pub trait WeightSource: Send + Sync {
     /// Reads through [`read_raw_at`](Self::read_raw_at) in chunks of whole blocks of at most
     /// [`VALUES_CHUNK_BYTES`](crate::VALUES_CHUNK_BYTES), so besides the returned vector it
     /// holds one chunk, whatever the tensor's size. Types without values (integers, unknown
-    /// codes) are [`StreamError::Dequant`].
+    /// codes) are [`TensorError::Dequant`].
     fn read_f32(&self, tensor: &TensorInfo) -> Result<Vec<f32>, StreamError> {
-        crate::values::read_f32(self, tensor)
+        values::read_f32(self, tensor)
     }
 
     /// Values `range` (element indices, row-major, `range.end` exclusive) of `tensor` into
@@ -112,7 +118,7 @@ pub trait WeightSource: Send + Sync {
         range: std::ops::Range<u64>,
         dst: &mut [f32],
     ) -> Result<(), StreamError> {
-        crate::values::read_f32_at(self, tensor, range, dst)
+        values::read_f32_at(self, tensor, range, dst)
     }
 
     /// Every metadata key, in file order.
@@ -145,7 +151,8 @@ pub trait WeightSource: Send + Sync {
     /// A UTF-8 string.
     fn meta_str(&self, key: &str) -> Result<&str, StreamError> {
         let text = meta::expect(key, self.meta(key), MetaKind::Str, Meta::as_text)?;
-        text.as_str().ok_or_else(|| StreamError::MetaUtf8 { key: key.into(), index: None })
+        text.as_str()
+            .ok_or_else(|| StreamError::Meta(MetaError::Utf8 { key: key.into(), index: None }))
     }
 
     /// An integer array.
@@ -165,5 +172,5 @@ pub trait WeightSource: Send + Sync {
 }
 
 fn range(key: &str, value: i128, target: &'static str) -> StreamError {
-    StreamError::MetaRange { key: key.into(), index: None, value, target }
+    StreamError::Meta(MetaError::Range { key: key.into(), index: None, value, target })
 }

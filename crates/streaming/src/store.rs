@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use sipllm_format::NameIndex;
 
 use crate::backing::{ReadAt, clamp_range};
-use crate::error::StreamError;
+use crate::error::{StreamError, TensorError};
 use crate::source::TensorInfo;
 
 /// Owns a byte source and its tensor list; does the bounds-checked reads every
@@ -129,11 +129,11 @@ impl TensorStore {
         let pos = self.position(tensor)?;
         let expected = tensor.byte_size()?;
         if expected != dst.len() as u64 {
-            return Err(StreamError::SizeMismatch {
+            return Err(StreamError::Tensor(TensorError::SizeMismatch {
                 tensor: tensor.name.clone(),
                 expected,
                 got: dst.len() as u64,
-            });
+            }));
         }
         if self.readahead > 0 {
             // Only a hint: a failure to advise must not fail the read.
@@ -188,9 +188,11 @@ impl TensorStore {
             .take_while(|&&i| self.offset_of(i) == tensor.abs_offset)
             .position(|&i| self.tensors.get(i as usize) == Some(tensor))
             .map(|p| start + p)
-            .ok_or_else(|| StreamError::NotInSource {
-                tensor: tensor.name.clone(),
-                offset: tensor.abs_offset,
+            .ok_or_else(|| {
+                StreamError::Tensor(TensorError::NotInSource {
+                    tensor: tensor.name.clone(),
+                    offset: tensor.abs_offset,
+                })
             })
     }
 

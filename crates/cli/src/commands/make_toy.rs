@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use sipllm_streaming::toy::write_toy;
+use sipllm_edit::toy::write_toy;
 
 use crate::Exit;
 use crate::cli::MakeToyArgs;

@@ -2,10 +2,10 @@
 
 use std::io::{self, Write};
 
-use sipllm_streaming::split::merge;
+use sipllm_edit::split::merge;
 
 use crate::cli::MergeArgs;
-use crate::commands::report_open_error;
+use crate::commands::report_split_error;
 use crate::commands::split::{open_options, show};
 use crate::render::value::{group, human_bytes};
 use crate::{Ctx, Exit};
@@ -14,7 +14,7 @@ use crate::{Ctx, Exit};
 pub fn run(args: &MergeArgs, ctx: &Ctx) -> io::Result<Exit> {
     let written = match merge(&args.shard, &args.out, &open_options(&args.parse)) {
         Ok(w) => w,
-        Err(e) => return Ok(report_open_error(&args.shard, &e, ctx)),
+        Err(e) => return Ok(report_split_error(&args.shard, &e, ctx)),
     };
     writeln!(
         io::stdout(),

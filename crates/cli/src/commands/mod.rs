@@ -5,7 +5,8 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
-use sipllm_streaming::{Backend, FileBacking, ReadAt, StreamError, identity};
+use sipllm_edit::{SplitError, WriteError, identity};
+use sipllm_streaming::{Backend, FileBacking, ReadAt, StreamError};
 
 use crate::diagnostic::{FileDiagnostic, Finding, Renderer};
 use crate::glob::Glob;
@@ -51,10 +52,37 @@ pub fn diagnose_open_error(path: &Path, e: &StreamError) -> FileDiagnostic {
     // A file another process holds locked is not opened again for the hex view: that would
     // wait for the lock a second time.
     let backing = match e {
-        StreamError::Locked { .. } | StreamError::OutputIsInput { .. } => None,
+        StreamError::Locked { .. } => None,
         _ => FileBacking::open(path, Backend::Pread).ok(),
     };
     FileDiagnostic::new(finding, &name, backing.as_ref().map(|b| b as &dyn ReadAt))
+}
+
+/// Renders a write-side error as a diagnostic about the file it concerns (its own, else
+/// `path`); returns exit code 2 (a read error inside it keeps the read side's exit code).
+pub fn report_write_error(path: &Path, e: &WriteError, ctx: &Ctx) -> Exit {
+    match e {
+        WriteError::Read(r) => report_open_error(path, r, ctx),
+        _ => report_finding(e.path().unwrap_or(path), Finding::from_error(e), ctx),
+    }
+}
+
+/// Renders a split or merge error (as [`report_write_error`]).
+pub fn report_split_error(path: &Path, e: &SplitError, ctx: &Ctx) -> Exit {
+    match e {
+        SplitError::Read(r) => report_open_error(path, r, ctx),
+        SplitError::Write(w) => report_write_error(path, w, ctx),
+        _ => report_finding(e.path().unwrap_or(path), Finding::from_error(e), ctx),
+    }
+}
+
+/// Renders `finding` about the file at `path` (no hex window: it is no byte range's);
+/// returns exit code 2.
+fn report_finding(path: &Path, finding: Finding, ctx: &Ctx) -> Exit {
+    let diag = FileDiagnostic::new(finding, &crate::open::shown_name(path), None);
+    let renderer = Renderer { color: ctx.color_stderr, width: ctx.width };
+    let _ = io::stderr().write_all(renderer.render(&diag).as_bytes());
+    Exit::Trouble
 }
 
 /// Refuses (exit code 2, the coded diagnostic) to write `output` when it is one of the files
@@ -76,7 +104,7 @@ pub fn refuse_input_as_output(
     };
     for input in shards {
         if let Err(e) = identity::refuse_output_is_input(input, output, what) {
-            return Err(report_open_error(file, &e, ctx));
+            return Err(report_write_error(file, &e, ctx));
         }
     }
     Ok(())

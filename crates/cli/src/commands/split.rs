@@ -1,16 +1,20 @@
 //! `sipllm split FILE --max-tensors N | --max-size SIZE [--out-dir DIR]
-//! [--no-tensor-first-split]`: write a GGUF file as a split set, as llama.cpp's gguf-split
-//! does (see `docs/split.md`).
+//! [--no-tensor-first-split] [--dry-run]`: write a GGUF file as a split set, as llama.cpp's
+//! gguf-split does (see `docs/split.md`), or with `--dry-run` print the plan and write nothing.
+//! A shard that ends over `--max-size` (a tensor larger than the limit: tensors are never
+//! split) gets a note on standard error.
 
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
+use sipllm_edit::split::{
+    PlannedShard, SplitLimit, SplitOptions, WrittenFile, plan_split, split_file,
+};
 use sipllm_gguf::ParseOptions;
 use sipllm_streaming::OpenOptions;
-use sipllm_streaming::split::{SplitLimit, SplitOptions, WrittenFile, split_file};
 
 use crate::cli::{ParseArgs, SplitArgs};
-use crate::commands::{report_open_error, usage_error};
+use crate::commands::{report_split_error, usage_error};
 use crate::render::escape;
 use crate::render::value::{group, human_bytes};
 use crate::{Ctx, Exit};
@@ -27,17 +31,42 @@ pub fn run(args: &SplitArgs, ctx: &Ctx) -> io::Result<Exit> {
         .with_no_tensor_first_split(args.no_tensor_first_split)
         .with_open(open_options(&args.parse));
     options.out_dir = args.out_dir.clone();
-    let written = match split_file(&args.file, &options) {
-        Ok(w) => w,
-        Err(e) => return Ok(report_open_error(&args.file, &e, ctx)),
-    };
-    let stdout = io::stdout();
-    let mut out = BufWriter::new(stdout.lock());
-    let tensors: usize = written.iter().map(|w| w.tensors).sum();
     let rule = match limit {
         SplitLimit::Tensors(n) => format!("at most {} tensors per file", group(n)),
         SplitLimit::Size(n) => format!("at most {} bytes of tensor data per file", group(n)),
     };
+    // The plan (the same checks and names as the split itself): printed for --dry-run, and
+    // the source of the over-size notes.
+    let plan = if args.dry_run || matches!(limit, SplitLimit::Size(_)) {
+        match plan_split(&args.file, &options) {
+            Ok(plan) => plan,
+            Err(e) => return Ok(report_split_error(&args.file, &e, ctx)),
+        }
+    } else {
+        Vec::new()
+    };
+    if args.dry_run {
+        let mut out = BufWriter::new(io::stdout().lock());
+        let tensors: usize = plan.iter().map(|p| p.tensors).sum();
+        writeln!(
+            out,
+            "would split {} into {} files ({} tensors; {rule}); nothing written:",
+            show(&args.file),
+            plan.len(),
+            group(tensors as u64)
+        )?;
+        plan_table(&mut out, &plan)?;
+        out.flush()?;
+        over_size_notes(&plan, limit);
+        return Ok(Exit::Ok);
+    }
+    let written = match split_file(&args.file, &options) {
+        Ok(w) => w,
+        Err(e) => return Ok(report_split_error(&args.file, &e, ctx)),
+    };
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    let tensors: usize = written.iter().map(|w| w.tensors).sum();
     writeln!(
         out,
         "split {} into {} files ({} tensors; {rule}):",
@@ -47,7 +76,45 @@ pub fn run(args: &SplitArgs, ctx: &Ctx) -> io::Result<Exit> {
     )?;
     file_table(&mut out, &written)?;
     out.flush()?;
+    drop(out);
+    over_size_notes(&plan, limit);
     Ok(Exit::Ok)
+}
+
+/// One line per planned shard: path, tensors, tensor data as `--max-size` counts it.
+fn plan_table(out: &mut dyn Write, plan: &[PlannedShard]) -> io::Result<()> {
+    let width = plan.iter().map(|p| show(&p.path).chars().count()).max().unwrap_or(0);
+    for p in plan {
+        let name = show(&p.path);
+        let pad = width - name.chars().count();
+        let unit = if p.tensors == 1 { "tensor " } else { "tensors" };
+        writeln!(
+            out,
+            "  {name}{:pad$}  {:>6} {unit}  {} bytes of tensor data ({})",
+            "",
+            group(p.tensors as u64),
+            group(p.data_bytes),
+            human_bytes(p.data_bytes)
+        )?;
+    }
+    Ok(())
+}
+
+/// A note on standard error for each shard over a `--max-size` limit.
+fn over_size_notes(plan: &[PlannedShard], limit: SplitLimit) {
+    let SplitLimit::Size(max) = limit else { return };
+    for p in plan.iter().filter(|p| p.over(limit)) {
+        let (name, size) = p.largest.clone().unwrap_or_default();
+        usage_error(&format!(
+            "note: {} holds {} bytes of tensor data, more than --max-size {}: tensor {} alone is \
+             {} bytes, and a tensor is never split across shards",
+            show(&p.path),
+            group(p.data_bytes),
+            group(max),
+            escape::quoted(name.as_bytes()),
+            group(size)
+        ));
+    }
 }
 
 /// One line per written file: path, tensors, size.
@@ -80,61 +147,4 @@ pub fn open_options(parse: &ParseArgs) -> OpenOptions {
 /// A path for people, escaped.
 pub fn show(path: &Path) -> String {
     escape::str(&path.display().to_string()).into_owned()
-}
-
-/// Parses `--max-size`: a number of bytes, optionally followed by a unit: `K`, `M`, `G`, `T`
-/// (powers of 1000, as gguf-split's `M` and `G`; `KB`… too) or `KiB`, `MiB`, `GiB`, `TiB`
-/// (powers of 1024); `B` for bytes. Units are case-insensitive; the result must be at least 1.
-pub fn parse_size(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let digits = s.bytes().take_while(u8::is_ascii_digit).count();
-    let (number, unit) = s.split_at(digits);
-    if number.is_empty() {
-        return Err(format!("{s:?} is not a size: expected a whole number, e.g. 2G or 500MiB"));
-    }
-    let unit = unit.trim().to_ascii_lowercase();
-    let scale: u64 = match unit.as_str() {
-        "" | "b" => 1,
-        "k" | "kb" => 1_000,
-        "m" | "mb" => 1_000_000,
-        "g" | "gb" => 1_000_000_000,
-        "t" | "tb" => 1_000_000_000_000,
-        "kib" => 1 << 10,
-        "mib" => 1 << 20,
-        "gib" => 1 << 30,
-        "tib" => 1 << 40,
-        _ => {
-            return Err(format!(
-                "unknown unit {unit:?}: use K, M, G, T (powers of 1000) or KiB, MiB, GiB, TiB"
-            ));
-        }
-    };
-    let n: u64 = number.parse().map_err(|_| format!("{s:?} is too large"))?;
-    match n.checked_mul(scale) {
-        Some(0) => Err("the size must be at least 1 byte".to_owned()),
-        Some(bytes) => Ok(bytes),
-        None => Err(format!("{s:?} is too large")),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_parse_like_gguf_split_and_more() {
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("2G"), Ok(2_000_000_000));
-        assert_eq!(parse_size("500M"), Ok(500_000_000));
-        assert_eq!(parse_size("500mb"), Ok(500_000_000));
-        assert_eq!(parse_size("3 GiB"), Ok(3 << 30));
-        assert_eq!(parse_size("1KiB"), Ok(1024));
-        assert_eq!(parse_size("7b"), Ok(7));
-        assert!(parse_size("0").unwrap_err().contains("at least 1 byte"));
-        assert!(parse_size("1.5G").unwrap_err().contains("unknown unit"));
-        assert!(parse_size("G").unwrap_err().contains("not a size"));
-        assert!(parse_size("-1").unwrap_err().contains("not a size"));
-        assert!(parse_size("99999999999T").unwrap_err().contains("too large"));
-        assert!(parse_size("99999999999999999999999").unwrap_err().contains("too large"));
-    }
 }

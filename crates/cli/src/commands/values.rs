@@ -35,10 +35,10 @@ pub fn read(
         return Ok(exit);
     }
     if !sipllm_quants::is_supported(tensor.ggml_type) {
-        let e = StreamError::Dequant {
+        let e = StreamError::Tensor(sipllm_streaming::TensorError::Dequant {
             tensor: tensor.name.clone(),
             source: sipllm_quants::DequantError::UnsupportedType { ty: tensor.ggml_type },
-        };
+        });
         return Ok(report_open_error(&args.file, &e, ctx));
     }
     let Some(count) = tensor.element_count() else {

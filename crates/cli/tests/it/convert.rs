@@ -2,8 +2,8 @@
 //! `--drop-unsupported`, refusals) and `sipllm make-toy`. The byte-for-byte round trips are
 //! in the workspace's `tests/` crate (`round_trips`).
 
+use sipllm_edit::toy::toy_model;
 use sipllm_gguf::{Endian, GgmlType, ValueType};
-use sipllm_streaming::toy::toy_model;
 use sipllm_testkit::{GgufBuilder, Value};
 
 use crate::edit::{cmdline, manifest, metadata, model};

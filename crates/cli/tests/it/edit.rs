@@ -8,8 +8,8 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value as Json;
+use sipllm_edit::in_place::{HeaderBackup, overwrite_runs};
 use sipllm_gguf::{Endian, GgmlType, writer::PADDING_KEY};
-use sipllm_streaming::in_place::{HeaderBackup, overwrite_runs};
 use sipllm_testkit::{GgufBuilder, Value};
 
 use crate::support::{golden, sipllm, temp_dir};
@@ -257,7 +257,9 @@ fn in_place_refusals_say_why_and_change_nothing() {
         assert_eq!(std::fs::read(dir.join(&file)).unwrap(), original, "{args:?}");
     }
     assert!(transcript.contains("more bytes than the"), "{transcript}");
-    assert!(transcript.contains("before m.gguf's data section; use -o OUT"));
+    assert!(transcript.contains("m.gguf: the edited header does not fit in place"));
+    assert!(transcript.contains("before the data section"));
+    assert!(transcript.contains("help: write a new file instead (`-o OUT`)"));
     // A file whose data is not where the canonical layout puts it: refused too.
     let gap = model()
         .tensor_info(sipllm_testkit::Tensor {

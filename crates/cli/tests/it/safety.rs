@@ -7,8 +7,8 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use sipllm_edit::in_place::{HeaderBackup, overwrite_runs};
 use sipllm_gguf::GgmlType;
-use sipllm_streaming::in_place::{HeaderBackup, overwrite_runs};
 use sipllm_testkit::{GgufBuilder, Value};
 
 use crate::edit::model;
@@ -115,7 +115,7 @@ fn no_command_writes_over_its_own_input() {
             let run = sipllm(&dir, &args);
             assert_eq!(run.code, Some(2), "{args:?}: {}", run.transcript());
             assert!(
-                run.stderr.contains("stream::write::output_is_input")
+                run.stderr.contains("write::output_is_input")
                     || run.stderr.contains("ends in .gguf"),
                 "{args:?}: {}",
                 run.transcript()
@@ -127,7 +127,7 @@ fn no_command_writes_over_its_own_input() {
     fs::hard_link(dir.join("m.gguf"), dir.join("m.llmw")).unwrap();
     let run = sipllm(&dir, &["convert", "m.gguf", "m.llmw"]);
     assert_eq!(run.code, Some(2), "{}", run.transcript());
-    assert!(run.stderr.contains("stream::write::output_is_input"), "{}", run.stderr);
+    assert!(run.stderr.contains("write::output_is_input"), "{}", run.stderr);
     assert!(run.stderr.contains("the output m.llmw is the input m.gguf"), "{}", run.stderr);
     assert_eq!(fs::read(dir.join("m.gguf")).unwrap(), bytes);
     // A manifest elsewhere is still written.
@@ -306,7 +306,7 @@ fn merge_refusing_a_shard_as_output_says_why() {
     let before = fs::read(dir.join("m-00002-of-00003.gguf")).unwrap();
     let run = sipllm(&dir, &["merge", "m-00001-of-00003.gguf", "m-00002-of-00003.gguf"]);
     assert_eq!(run.code, Some(2), "{}", run.transcript());
-    assert!(run.stderr.contains("stream::write::output_is_input"), "{}", run.stderr);
+    assert!(run.stderr.contains("write::output_is_input"), "{}", run.stderr);
     assert!(!run.stderr.contains("choose a limit"), "split's help: {}", run.stderr);
     assert_eq!(fs::read(dir.join("m-00002-of-00003.gguf")).unwrap(), before);
 }

@@ -5,7 +5,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use sipllm_testkit::GgufBuilder;
+use sipllm_gguf::GgmlType;
+use sipllm_testkit::{GgufBuilder, Value as Kv};
 
 use crate::support::{sample_path, sipllm, temp_dir};
 
@@ -13,6 +14,25 @@ use crate::support::{sample_path, sipllm, temp_dir};
 fn sample_in(dir: &Path, name: &str) -> PathBuf {
     let p = dir.join(name);
     fs::copy(sample_path(), &p).unwrap();
+    p
+}
+
+/// A 300-tensor model of assorted types (the dry-run test's input).
+fn big_model(dir: &Path) -> PathBuf {
+    let mut b = GgufBuilder::new()
+        .kv("general.architecture", Kv::str("llama"))
+        .kv("general.name", Kv::str("three hundred tensors"))
+        .kv("tokenizer.ggml.tokens", Kv::strings((0..500).map(|i| format!("t{i}"))));
+    for i in 0..300u64 {
+        let (ty, dims) = match i % 3 {
+            0 => (GgmlType::F32, vec![5 + i % 11]),
+            1 => (GgmlType::F16, vec![32, 1 + i % 5]),
+            _ => (GgmlType::Q8_0, vec![64, 3]),
+        };
+        b = b.tensor(&format!("blk.{}.w{}", i / 3, i % 3), ty, &dims);
+    }
+    let p = dir.join("big.gguf");
+    fs::write(&p, b.build()).unwrap();
     p
 }
 
@@ -144,7 +164,7 @@ fn broken_sets_and_refusals_have_their_exit_codes() {
 
     // Requests that do not fit the file: exit code 2.
     for (args, code) in [
-        (vec!["split", &names[0], "--max-tensors", "1"], "stream::split::already_split"),
+        (vec!["split", &names[0], "--max-tensors", "1"], "split::already_split"),
         (vec!["merge", "tiny.gguf", "out.gguf"], "stream::split::not_a_set"),
         (vec!["merge", &names[0], &names[2]], "stream::split::name_mismatch"),
     ] {
@@ -168,6 +188,48 @@ fn broken_sets_and_refusals_have_their_exit_codes() {
     fs::write(dir.join("empty.gguf"), GgufBuilder::new().build()).unwrap();
     let run = sipllm(&dir, &["split", "empty.gguf", "--max-tensors", "1"]);
     assert_eq!(run.code, Some(2), "{}", run.transcript());
-    assert!(run.stderr.contains("stream::split::refused"), "{}", run.stderr);
+    assert!(run.stderr.contains("split::refused"), "{}", run.stderr);
     assert!(run.stderr.contains("nothing to split"), "{}", run.stderr);
+}
+
+/// `--dry-run` prints the plan the split would write (the same names and tensor counts) and
+/// writes nothing; a shard over `--max-size` (one tensor larger than the limit) gets a note,
+/// on a dry run and a real one alike.
+#[test]
+fn dry_run_prints_the_plan_and_writes_nothing_and_over_size_shards_get_a_note() {
+    let dir = temp_dir("split-dry-run");
+    big_model(&dir);
+    let before = fs::read_dir(&dir).unwrap().count();
+    let run = sipllm(&dir, &["split", "big.gguf", "--max-tensors", "100", "--dry-run"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(
+        run.stdout.starts_with(
+            "would split big.gguf into 3 files (300 tensors; at most 100 tensors per file); \
+             nothing written:"
+        ),
+        "{}",
+        run.stdout
+    );
+    for k in 1..=3 {
+        assert!(run.stdout.contains(&format!("big-0000{k}-of-00003.gguf")), "{}", run.stdout);
+    }
+    assert_eq!(run.stdout.matches(" 100 tensors  ").count(), 3, "{}", run.stdout);
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+    assert_eq!(fs::read_dir(&dir).unwrap().count(), before, "nothing written");
+    assert!(shards(&dir, "big").is_empty());
+
+    // Q8_0 [64, 3] is 204 bytes (224 padded): over a 100-byte limit, alone in its shard.
+    let run = sipllm(&dir, &["split", "big.gguf", "--max-size", "100", "--dry-run"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(run.stdout.contains("nothing written"), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("more than --max-size 100: tensor \"blk.0.w2\" alone is 224 bytes"),
+        "{}",
+        run.stderr
+    );
+    assert!(shards(&dir, "big").is_empty(), "a dry run writes nothing");
+    let run = sipllm(&dir, &["split", "big.gguf", "--max-size", "100"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(run.stderr.contains("a tensor is never split across shards"), "{}", run.stderr);
+    assert!(!shards(&dir, "big").is_empty());
 }

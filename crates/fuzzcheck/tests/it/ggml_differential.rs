@@ -86,7 +86,7 @@ fn inputs() -> (Vec<Mutant>, bool) {
     let sample = fs::read(root.join("samples/tiny-llama.gguf")).expect("samples/tiny-llama.gguf");
     bases.push(("sample".to_string(), sample));
     for seed in [1u64, 2, 3] {
-        let toy = sipllm_streaming::toy::ToyConfig::new(seed).build().unwrap();
+        let toy = sipllm_edit::toy::ToyConfig::new(seed).build().unwrap();
         bases.push((format!("toy{seed}.gguf"), toy.gguf_bytes().unwrap()));
         out.push(Mutant { name: format!("toy{seed}.llmw"), bytes: toy.llmw_bytes().unwrap() });
     }

@@ -354,9 +354,9 @@ fn split_sets_open_from_the_first_shard_url() {
         .build();
     std::fs::write(&src, &bytes).unwrap();
     let split_opts =
-        sipllm_streaming::split::SplitOptions::new(sipllm_streaming::split::SplitLimit::Tensors(1))
+        sipllm_edit::split::SplitOptions::new(sipllm_edit::split::SplitLimit::Tensors(1))
             .with_out_dir(&dir);
-    let written = sipllm_streaming::split::split_file(&src, &split_opts).unwrap();
+    let written = sipllm_edit::split::split_file(&src, &split_opts).unwrap();
     assert_eq!(written.len(), 3);
     let mut files = Vec::new();
     for w in &written {

@@ -22,27 +22,22 @@
 //! returns it (as [`Model::Split`](crate::Model::Split)) for any shard of a set. See
 //! [`SplitFile`] for the virtual address space that keeps `abs_offset`s unique.
 //!
-//! # Writing: [`split_file`] and [`merge`]
+//! # Writing
 //!
-//! Streaming copies in bounded memory (headers, then each tensor's bytes copied file to file in
-//! the kernel, holes kept), each output written to a temporary and renamed into place. Merging
-//! removes the split keys, so `merge(split(f)) == f` byte for byte for a canonical file `f`.
+//! Splitting and merging are the write side's (`sipllm-edit`'s `split` module); the names and
+//! keys here are shared with it.
 
 mod name;
 mod set;
-mod write;
 
 pub use name::{ShardName, shard_file_name, shard_path};
 pub use set::SplitFile;
-pub use write::{
-    SIZE_PADDING, SplitLimit, SplitOptions, WrittenFile, merge, merge_set, plan_shards, split_file,
-};
 
 use std::path::Path;
 
 use sipllm_gguf::{Gguf, MetaValue, ValueType};
 
-use crate::error::StreamError;
+use crate::error::{SplitSetError, StreamError};
 
 /// `split.no`: the shard's 0-based index, `UINT16`.
 pub const KEY_NO: &str = "split.no";
@@ -66,19 +61,20 @@ pub struct SplitKeys {
 
 impl SplitKeys {
     /// Reads the split keys of a parsed header. A key stored with another type than
-    /// llama.cpp requires (`UINT16`, `UINT16`, `INT32`) is [`StreamError::SplitKeyType`];
+    /// llama.cpp requires (`UINT16`, `UINT16`, `INT32`) is [`SplitSetError::KeyType`];
     /// `path` is only used in errors.
     pub fn read<B: AsRef<[u8]>>(
         gguf: &Gguf<B>,
         path: Option<&Path>,
     ) -> Result<SplitKeys, StreamError> {
-        let wrong =
-            |key: &'static str, expected: ValueType, found: ValueType| StreamError::SplitKeyType {
+        let wrong = |key: &'static str, expected: ValueType, found: ValueType| {
+            StreamError::Split(SplitSetError::KeyType {
                 path: path.map(Path::to_path_buf),
                 key,
                 expected: expected.name(),
                 found: found.name(),
-            };
+            })
+        };
         let u16_key = |key: &'static str| match gguf.get(key) {
             None => Ok(None),
             Some(MetaValue::Uint16(v)) => Ok(Some(v)),

@@ -1,16 +1,19 @@
 //! [`SplitFile`]: one [`WeightSource`] over every shard of a split set.
 
+#[cfg(feature = "file")]
 use std::io;
 use std::path::{Path, PathBuf};
 
 use sipllm_format::NameIndex;
 
 use crate::MetaStr;
-use crate::error::StreamError;
+use crate::error::{SplitSetError, StreamError, TensorError};
 use crate::gguf_file::GgufFile;
 use crate::meta::Meta;
+#[cfg(feature = "file")]
 use crate::options::OpenOptions;
 use crate::source::{TensorInfo, WeightSource};
+#[cfg(feature = "file")]
 use crate::split::name::ShardName;
 use crate::split::{KEY_COUNT, KEY_NO, KEY_TENSORS_COUNT, SplitKeys};
 use crate::window::HeaderStats;
@@ -52,12 +55,12 @@ use crate::window::HeaderStats;
 /// [`from_files`](Self::from_files) takes shards already opened (from memory, say). Every
 /// shard is opened like a single GGUF file — header only, every tensor checked to lie inside
 /// its shard — and then the set is checked: a missing shard
-/// ([`StreamError::SplitMissingShard`]), a name that disagrees with `split.no` or
-/// `split.count` ([`StreamError::SplitNameMismatch`]), a `split.count` or
+/// ([`SplitSetError::MissingShard`]), a name that disagrees with `split.no` or
+/// `split.count` ([`SplitSetError::NameMismatch`]), a `split.count` or
 /// `split.tensors.count` that differs from the first shard's
-/// ([`StreamError::SplitKeyMismatch`]), a tensor name in two shards
-/// ([`StreamError::SplitDuplicateTensor`]), a total that differs from `split.tensors.count`
-/// ([`StreamError::SplitTensorCount`]), and the split keys' presence and types.
+/// ([`SplitSetError::KeyMismatch`]), a tensor name in two shards
+/// ([`SplitSetError::DuplicateTensor`]), a total that differs from `split.tensors.count`
+/// ([`SplitSetError::TensorCount`]), and the split keys' presence and types.
 #[derive(Debug)]
 pub struct SplitFile {
     shards: Vec<Shard>,
@@ -82,6 +85,7 @@ struct Opened {
 }
 
 impl Opened {
+    #[cfg(feature = "file")]
     fn open(path: &Path, options: &OpenOptions) -> Result<Opened, StreamError> {
         let file = GgufFile::open(path, options)?;
         Opened::new(file)
@@ -98,7 +102,8 @@ impl Opened {
 
     /// `split.no` and `split.count`, which every shard must have.
     fn no_and_count(&self) -> Result<(u16, u16), StreamError> {
-        let missing = |key| StreamError::SplitKeyMissing { path: self.path(), key };
+        let missing =
+            |key| StreamError::Split(SplitSetError::KeyMissing { path: self.path(), key });
         let no = self.keys.no.ok_or_else(|| missing(KEY_NO))?;
         let count = self.keys.count.ok_or_else(|| missing(KEY_COUNT))?;
         Ok((no, count))
@@ -109,24 +114,30 @@ impl SplitFile {
     /// Opens the split set that the file at `path` — any of its shards — belongs to.
     ///
     /// The other shards' paths come from `path`'s name, `<prefix>-NNNNN-of-NNNNN.gguf`
-    /// ([`StreamError::SplitBadName`] if it has another form). A file that is not a shard of a
-    /// set of two or more (`split.count` absent or ≤ 1) is [`StreamError::SplitNotASet`]; open
+    /// ([`SplitSetError::BadName`] if it has another form). A file that is not a shard of a
+    /// set of two or more (`split.count` absent or ≤ 1) is [`SplitSetError::NotASet`]; open
     /// it with [`Model::open`](crate::Model::open), which takes both.
+    #[cfg(feature = "file")]
     pub fn open(path: impl AsRef<Path>, options: &OpenOptions) -> Result<SplitFile, StreamError> {
         let path = path.as_ref();
         let opened = Opened::open(path, options)?;
         if !opened.keys.is_set() {
-            return Err(StreamError::SplitNotASet {
+            return Err(StreamError::Split(SplitSetError::NotASet {
                 path: Some(path.to_path_buf()),
                 count: opened.keys.count,
-            });
+            }));
         }
         SplitFile::from_shard(path, opened.file, options)
     }
 
     /// Opens the set of an already opened shard at `path` (its `split.count` may be 1: a set of
-    /// one file, which [`merge`](crate::split::merge) accepts).
-    pub(crate) fn from_shard(
+    /// one file, which the write side's merge accepts).
+    ///
+    /// # Errors
+    ///
+    /// As [`SplitFile::open`], for the other shards.
+    #[cfg(feature = "file")]
+    pub fn from_shard(
         path: &Path,
         file: GgufFile,
         options: &OpenOptions,
@@ -135,20 +146,20 @@ impl SplitFile {
         let (no, count) = given.no_and_count()?;
         check_index(&given, no, count)?;
         let Some(name) = ShardName::parse(path) else {
-            return Err(StreamError::SplitBadName {
+            return Err(StreamError::Split(SplitSetError::BadName {
                 path: path.to_path_buf(),
                 split_no: no,
                 count,
-            });
+            }));
         };
         if name.number != u64::from(no) + 1 || name.count != u64::from(count) {
-            return Err(StreamError::SplitNameMismatch {
+            return Err(StreamError::Split(SplitSetError::NameMismatch {
                 path: path.to_path_buf(),
                 name_number: name.number,
                 name_count: name.count,
                 split_no: no,
                 count,
-            });
+            }));
         }
         ensure_open_files(path, count)?;
         let mut given = Some(given);
@@ -166,34 +177,34 @@ impl SplitFile {
                 Err(StreamError::Open { source, .. })
                     if source.kind() == io::ErrorKind::NotFound =>
                 {
-                    return Err(StreamError::SplitMissingShard {
+                    return Err(StreamError::Split(SplitSetError::MissingShard {
                         set: path.to_path_buf(),
                         missing: Some(shard_path),
                         split_no: i,
                         count,
-                    });
+                    }));
                 }
                 Err(e) => return Err(e),
             };
             let (shard_no, shard_count) = opened.no_and_count()?;
             check_index(&opened, shard_no, shard_count)?;
             if shard_count != count {
-                return Err(StreamError::SplitKeyMismatch {
+                return Err(StreamError::Split(SplitSetError::KeyMismatch {
                     path: Some(shard_path),
                     key: KEY_COUNT,
                     expected: count.into(),
                     found: shard_count.into(),
                     reference: Some(path.to_path_buf()),
-                });
+                }));
             }
             if shard_no != i {
-                return Err(StreamError::SplitNameMismatch {
+                return Err(StreamError::Split(SplitSetError::NameMismatch {
                     path: shard_path,
                     name_number: u64::from(i) + 1,
                     name_count: u64::from(count),
                     split_no: shard_no,
                     count,
-                });
+                }));
             }
             shards.push(opened);
         }
@@ -203,6 +214,7 @@ impl SplitFile {
     /// Opens a set from an explicit list of its files, in any order: the order is taken from
     /// each file's `split.no`, and the names are not consulted (content-addressed caches store
     /// shards under hashes). Every `split.no` from 0 to `split.count - 1` must be given once.
+    #[cfg(feature = "file")]
     pub fn open_paths<P: AsRef<Path>>(
         paths: &[P],
         options: &OpenOptions,
@@ -222,33 +234,38 @@ impl SplitFile {
     pub fn from_files(files: Vec<GgufFile>) -> Result<SplitFile, StreamError> {
         let mut opened = files.into_iter().map(Opened::new).collect::<Result<Vec<_>, _>>()?;
         let Some(first) = opened.first() else {
-            return Err(StreamError::SplitNotASet { path: None, count: None });
+            return Err(StreamError::Split(SplitSetError::NotASet { path: None, count: None }));
         };
         let reference = first.path();
         let (_, count) = first.no_and_count()?;
         if count == 0 {
-            return Err(StreamError::SplitNotASet { path: reference, count: Some(count) });
+            return Err(StreamError::Split(SplitSetError::NotASet {
+                path: reference,
+                count: Some(count),
+            }));
         }
         let mut slots: Vec<Option<Opened>> = (0..count).map(|_| None).collect();
         for o in opened.drain(..) {
             let (no, c) = o.no_and_count()?;
             if c != count {
-                return Err(StreamError::SplitKeyMismatch {
+                return Err(StreamError::Split(SplitSetError::KeyMismatch {
                     path: o.path(),
                     key: KEY_COUNT,
                     expected: count.into(),
                     found: c.into(),
                     reference,
-                });
+                }));
             }
-            let bad_index = || StreamError::SplitBadIndex { path: o.path(), split_no: no, count };
+            let bad_index = || {
+                StreamError::Split(SplitSetError::BadIndex { path: o.path(), split_no: no, count })
+            };
             let slot = slots.get_mut(usize::from(no)).ok_or_else(bad_index)?;
             if let Some(earlier) = slot {
-                return Err(StreamError::SplitDuplicateShard {
+                return Err(StreamError::Split(SplitSetError::DuplicateShard {
                     first: earlier.path(),
                     second: o.path(),
                     split_no: no,
-                });
+                }));
             }
             *slot = Some(o);
         }
@@ -257,12 +274,12 @@ impl SplitFile {
             match slot {
                 Some(o) => shards.push(o),
                 None => {
-                    return Err(StreamError::SplitMissingShard {
+                    return Err(StreamError::Split(SplitSetError::MissingShard {
                         set: reference.unwrap_or_default(),
                         missing: None,
                         split_no: u16::try_from(i).unwrap_or(u16::MAX),
                         count,
-                    });
+                    }));
                 }
             }
         }
@@ -271,32 +288,37 @@ impl SplitFile {
 
     /// Checks the whole set (shards in `split.no` order) and builds the combined tensor list.
     fn assemble(shards: Vec<Opened>) -> Result<SplitFile, StreamError> {
-        let first = shards.first().ok_or(StreamError::SplitNotASet { path: None, count: None })?;
+        let first = shards
+            .first()
+            .ok_or(StreamError::Split(SplitSetError::NotASet { path: None, count: None }))?;
         let first_path = first.path();
         let tensors_count = first.keys.tensors_count.ok_or_else(|| {
-            StreamError::SplitKeyMissing { path: first_path.clone(), key: KEY_TENSORS_COUNT }
+            StreamError::Split(SplitSetError::KeyMissing {
+                path: first_path.clone(),
+                key: KEY_TENSORS_COUNT,
+            })
         })?;
         let endian = first.file.gguf().endian();
         for s in shards.iter().skip(1) {
             let found = s.file.gguf().endian();
             if found != endian {
-                return Err(StreamError::SplitEndianMismatch {
+                return Err(StreamError::Split(SplitSetError::EndianMismatch {
                     path: s.path(),
                     expected: endian,
                     found,
                     reference: first_path.clone(),
-                });
+                }));
             }
             if let Some(n) = s.keys.tensors_count
                 && n != tensors_count
             {
-                return Err(StreamError::SplitKeyMismatch {
+                return Err(StreamError::Split(SplitSetError::KeyMismatch {
                     path: s.path(),
                     key: KEY_TENSORS_COUNT,
                     expected: tensors_count.into(),
                     found: n.into(),
                     reference: first_path.clone(),
-                });
+                }));
             }
         }
         let total: usize = shards.iter().map(|s| s.file.tensors().len()).sum();
@@ -321,11 +343,11 @@ impl SplitFile {
                         None => shard.path(),
                     };
                     let tensor = t.name.clone();
-                    return Err(StreamError::SplitDuplicateTensor {
+                    return Err(StreamError::Split(SplitSetError::DuplicateTensor {
                         tensor,
                         first,
                         second: shard.path(),
-                    });
+                    }));
                 }
                 let index = tensors.len() as u32;
                 names.insert(t.name.as_bytes(), index, |k| {
@@ -339,12 +361,12 @@ impl SplitFile {
             base = base.checked_add(size).ok_or_else(|| too_large(base))?;
         }
         if i64::from(tensors_count) != tensors.len() as i64 {
-            return Err(StreamError::SplitTensorCount {
+            return Err(StreamError::Split(SplitSetError::TensorCount {
                 path: first_path,
                 declared: tensors_count.into(),
                 found: tensors.len() as u64,
                 shards: u16::try_from(out.len()).unwrap_or(u16::MAX),
-            });
+            }));
         }
         Ok(SplitFile { shards: out, tensors, locs, names, file_size: base, tensors_count })
     }
@@ -426,7 +448,10 @@ impl SplitFile {
     }
 
     fn not_in_source(tensor: &TensorInfo) -> StreamError {
-        StreamError::NotInSource { tensor: tensor.name.clone(), offset: tensor.abs_offset }
+        StreamError::Tensor(TensorError::NotInSource {
+            tensor: tensor.name.clone(),
+            offset: tensor.abs_offset,
+        })
     }
 }
 
@@ -505,6 +530,7 @@ impl WeightSource for SplitFile {
 
 /// Descriptors kept free beside a set's shards (standard streams, an output and its
 /// temporary, directories synced, the engine's own files).
+#[cfg(all(feature = "file", unix))]
 const SPARE_FILES: u64 = 64;
 
 /// Makes room for a set of `count` shards, each held open while the set is (so a shard
@@ -514,7 +540,8 @@ const SPARE_FILES: u64 = 64;
 ///
 /// # Errors
 ///
-/// [`StreamError::SplitTooManyFiles`] when even the hard limit is too low; nothing is opened.
+/// [`SplitSetError::TooManyFiles`] when even the hard limit is too low; nothing is opened.
+#[cfg(feature = "file")]
 fn ensure_open_files(set: &Path, count: u16) -> Result<(), StreamError> {
     #[cfg(unix)]
     {
@@ -534,11 +561,11 @@ fn ensure_open_files(set: &Path, count: u16) -> Result<(), StreamError> {
         }
         let now = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
         if now < needed {
-            return Err(StreamError::SplitTooManyFiles {
+            return Err(StreamError::Split(SplitSetError::TooManyFiles {
                 set: set.to_path_buf(),
                 count,
                 limit: now,
-            });
+            }));
         }
     }
     #[cfg(not(unix))]
@@ -546,9 +573,14 @@ fn ensure_open_files(set: &Path, count: u16) -> Result<(), StreamError> {
     Ok(())
 }
 
+#[cfg(feature = "file")]
 fn check_index(o: &Opened, no: u16, count: u16) -> Result<(), StreamError> {
     if no >= count {
-        return Err(StreamError::SplitBadIndex { path: o.path(), split_no: no, count });
+        return Err(StreamError::Split(SplitSetError::BadIndex {
+            path: o.path(),
+            split_no: no,
+            count,
+        }));
     }
     Ok(())
 }

@@ -3,12 +3,10 @@
 //! store's checks, and hostile input (every prefix, single-byte corruptions) — the guarantees
 //! `GgufFile` has, through the same code.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{Instrumented, TempDir};
-use sipllm_streaming::toy::{ToyConfig, ToyModel};
+use crate::common::{Instrumented, TempDir};
+use sipllm_edit::toy::{ToyConfig, ToyModel};
 use sipllm_streaming::{
     Backend, LlmwFile, MemSource, Meta, OpenOptions, StreamError, WeightSource, open_model_from,
 };
@@ -147,8 +145,9 @@ fn llmw_parse_options_apply() {
 /// refuses it ("invalid magic characters", ggml d99724f2); the other profiles open it.
 #[test]
 fn the_llama_cpp_profile_refuses_llmw_for_its_magic() {
+    use sipllm_edit::toy;
     use sipllm_gguf::{ErrorKind, Profile};
-    use sipllm_streaming::{Model, toy};
+    use sipllm_streaming::Model;
     let dir = TempDir::new("llmw-llama-cpp");
     let files = toy::write_toy(3, dir.path()).unwrap();
     let bytes = std::fs::read(&files.llmw).unwrap();

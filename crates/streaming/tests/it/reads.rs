@@ -1,9 +1,7 @@
 //! Tensor reads through the seam: row-major shapes, the checks every read makes, readahead,
 //! and the seam's object safety.
 
-mod common;
-
-use common::{Instrumented, TempFile};
+use crate::common::{Instrumented, TempFile};
 use sipllm_gguf::{GgmlType, Profile};
 use sipllm_streaming::{
     Backend, FileBacking, GgufFile, MemSource, OpenOptions, ReadAt, StreamError, WeightSource,
@@ -268,7 +266,10 @@ fn open_errors_name_the_path() {
     let err = GgufFile::open(&missing, &OpenOptions::default()).unwrap_err();
     assert_eq!(err.code(), "stream::io::open");
     assert_eq!(err.path(), Some(missing.as_path()));
-    assert!(err.to_string().starts_with(&format!("cannot open {}: ", missing.display())));
+    assert!(err.to_string().starts_with("cannot open: "), "the path is context: {err}");
+    assert!(
+        err.located().to_string().starts_with(&format!("{}: cannot open: ", missing.display()))
+    );
     let dir = std::env::temp_dir();
     let err = FileBacking::open(&dir, Backend::Mmap).unwrap_err();
     assert_eq!(err.code(), "stream::io::open");

@@ -1,11 +1,9 @@
 //! Truncated files fail at open, naming what is cut; complete data sections open; a file that
 //! shrinks after open gives an error with the offset and the missing byte count.
 
-mod common;
-
 use std::fs::OpenOptions as FsOpenOptions;
 
-use common::TempFile;
+use crate::common::TempFile;
 use sipllm_gguf::{GgmlType, error::PathSeg};
 use sipllm_streaming::{
     Backend, GgufFile, MemSource, OpenOptions, StreamError, TensorInfo, TensorStore, WeightSource,
@@ -73,8 +71,11 @@ fn the_file_path_is_in_the_error() {
     let full = four_tensors();
     let tmp = TempFile::with_bytes("cut-path", &full[..full.len() - 20]);
     let err = GgufFile::open(tmp.path(), &OpenOptions::default()).unwrap_err();
+    // The path is the error's context, not part of its message.
     assert_eq!(err.path(), Some(tmp.path()));
-    assert!(err.to_string().starts_with(&format!("{}: tensor[3] \"d\"", tmp.path().display())));
+    assert!(err.to_string().starts_with("tensor[3] \"d\""), "{err}");
+    let located = err.located().to_string();
+    assert!(located.starts_with(&format!("{}: tensor[3] \"d\"", tmp.path().display())));
 }
 
 #[test]
@@ -167,7 +168,7 @@ fn a_file_that_shrinks_after_open_reports_offset_and_missing_bytes() {
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        err.to_string(),
+        err.located().to_string(),
         format!(
             "{}: unexpected end of file: 120 of the 128 bytes requested at offset {} are \
              missing (the input ends at byte {})",

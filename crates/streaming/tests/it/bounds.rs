@@ -3,12 +3,11 @@
 //! file, and a file written with `general.alignment = 2^27` gets its 128 MiB of padding as a
 //! hole, not as zeros.
 
-mod common;
-
-use common::{Instrumented, TempFile};
+use crate::common::{Instrumented, TempFile};
+use sipllm_edit::TensorData;
+use sipllm_edit::write::GgufFileBuilder;
 use sipllm_gguf::{GgmlType, ParseOptions, Profile, writer::GgufWriter};
-use sipllm_streaming::write::GgufFileBuilder;
-use sipllm_streaming::{GgufFile, MemSource, OpenOptions, TensorData, read_header};
+use sipllm_streaming::{GgufFile, MemSource, OpenOptions, read_header};
 use sipllm_testkit::{GgufBuilder, Value};
 
 /// A model whose last string value is 8 MiB of tensor data away from its length field, with

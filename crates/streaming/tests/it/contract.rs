@@ -2,9 +2,7 @@
 //! the header, directory and padding plus at most one window, in O(header / window) reads,
 //! each byte once, front to back; tensor bytes move only through `read_raw` / `read_raw_at`.
 
-mod common;
-
-use common::{Instrumented, LLAMA3_DATA_OFFSET, LLAMA3_FILE_SIZE, llama3_file};
+use crate::common::{Instrumented, LLAMA3_DATA_OFFSET, LLAMA3_FILE_SIZE, llama3_file};
 use sipllm_streaming::{Backend, DEFAULT_WINDOW, FileBacking, GgufFile, OpenOptions, WeightSource};
 
 /// Reads must tile `0..end` in order, each byte once.

@@ -5,7 +5,7 @@
 //! [`ToyModel::llmw_bytes`] serialize it with each format's writer; [`write_toy`] writes
 //! `toy.gguf` and `toy.llmw` into a directory. Opened through the seam, the two files are
 //! indistinguishable: same tensors (names, row-major shapes, types, bytes) and the same
-//! [`Meta`](crate::Meta) for every key (the seam equivalence tests check exactly that).
+//! [`Meta`](sipllm_streaming::Meta) for every key (the seam equivalence tests check exactly that).
 //!
 //! The weights come from a seeded splitmix64 stream per tensor (seeded by the model seed and
 //! the tensor's name), so a seed always gives the same bytes on every platform: the float

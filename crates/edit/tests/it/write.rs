@@ -6,13 +6,12 @@ use std::io::{self, Read};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
 
+use sipllm_edit::write::{BuildStats, ReaderData};
+use sipllm_edit::{AtomicFile, GgufFileBuilder, TensorData, WriteError, copy_range};
 use sipllm_gguf::{GgmlType, writer::GgufWriter};
-use sipllm_streaming::write::{BuildStats, ReaderData};
-use sipllm_streaming::{AtomicFile, GgufFileBuilder, StreamError, TensorData, copy_range};
 use sipllm_testkit::{GgufBuilder, Value};
 
-mod common;
-use common::dir_entries;
+use crate::support::dir_entries;
 
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sipllm-write-{name}-{}", std::process::id()));
@@ -89,7 +88,7 @@ fn atomic_replacement_keeps_mode_follows_links_and_sweeps_stale_temporaries() {
     std::fs::write(&other, b"partial").unwrap();
     let living = AtomicFile::create(&dest).unwrap();
     let names = [std::ffi::OsStr::new("model.gguf")];
-    assert_eq!(sipllm_streaming::write::remove_stale_temps(&dir, &names), 1);
+    assert_eq!(sipllm_edit::write::remove_stale_temps(&dir, &names), 1);
     assert!(!stale.exists());
     assert!(other.exists());
     assert!(living.temp_path().exists(), "a living writer's temporary is kept");
@@ -204,7 +203,7 @@ fn a_write_that_fails_midway_leaves_the_old_file_or_nothing() {
     };
     // No destination yet: it stays absent.
     let err = build(10).unwrap_err();
-    assert_eq!(err.code(), "stream::write::io");
+    assert_eq!(err.code(), "write::io");
     assert!(!dest.exists());
     assert!(dir_entries(&dir).is_empty(), "{:?}", dir_entries(&dir));
     // An existing destination stays exactly the old file.
@@ -225,20 +224,20 @@ fn wrong_or_missing_data_is_refused_before_the_destination_changes() {
     b.set_data(0, TensorData::Bytes(&[0; 63]));
     let err = b.write_to_path(&dest).unwrap_err();
     assert!(
-        matches!(&err, StreamError::DataLength { tensor, expected: 64, got: 63 } if tensor == "t0"),
+        matches!(&err, WriteError::DataLength { tensor, expected: 64, got: 63 } if tensor == "t0"),
         "{err}"
     );
     let mut b = GgufFileBuilder::new(GgufWriter::from_gguf(&gguf));
     b.set_data(0, TensorData::Bytes(&[0; 64]));
     let err = b.write_to_path(&dest).unwrap_err();
-    assert!(matches!(&err, StreamError::MissingData { tensor } if tensor == "t1"), "{err}");
-    assert_eq!(err.code(), "stream::write::missing_data");
+    assert!(matches!(&err, WriteError::MissingData { tensor } if tensor == "t1"), "{err}");
+    assert_eq!(err.code(), "write::missing_data");
     let mut b = GgufFileBuilder::new(GgufWriter::from_gguf(&gguf));
     b.set_data(0, TensorData::Bytes(&[0; 64]));
     b.set_data(1, TensorData::Reader(ReaderData(Box::new(&[0u8; 69][..]))));
     b.set_data(2, TensorData::Bytes(&[0; 10]));
     let err = b.write_to_path(&dest).unwrap_err();
-    assert!(matches!(&err, StreamError::DataLength { expected: 68, got: 69, .. }), "{err}");
+    assert!(matches!(&err, WriteError::DataLength { expected: 68, got: 69, .. }), "{err}");
     assert!(!dest.exists());
     assert!(dir_entries(&dir).is_empty());
     std::fs::remove_dir_all(dir).unwrap();

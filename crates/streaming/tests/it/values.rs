@@ -2,9 +2,7 @@
 //! `read_f32_at` equals the matching slice for ranges that start and end inside blocks and
 //! cross chunk boundaries, reads stay within one chunk, and the checks are typed errors.
 
-mod common;
-
-use common::{Instrumented, sha256_hex, shared_dir};
+use crate::common::{Instrumented, sha256_hex, shared_dir};
 use sipllm_gguf::GgmlType;
 use sipllm_streaming::{
     GgufFile, MemSource, OpenOptions, StreamError, VALUES_CHUNK_BYTES, WeightSource,
@@ -12,7 +10,7 @@ use sipllm_streaming::{
 use sipllm_testkit::{GgufBuilder, Tensor};
 
 /// gguf-py's value hashes (`scripts/quants_expect.py`, rows `tensor FILE NAME TYPE SHA256`).
-const EXPECT: &str = include_str!("../../quants/tests/expect.tsv");
+const EXPECT: &str = include_str!("../../../quants/tests/expect.tsv");
 
 fn le_bytes(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -131,7 +129,13 @@ fn bad_requests_are_typed_errors() {
     let e = f.read_f32_at(t, 0..11, &mut out).unwrap_err();
     assert_eq!(e.code(), "stream::values::element_range");
     let e = f.read_f32_at(t, 120..130, &mut out).unwrap_err();
-    assert!(matches!(e, StreamError::ElementRange { count: 128, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            StreamError::Tensor(sipllm_streaming::TensorError::ElementRange { count: 128, .. })
+        ),
+        "{e}"
+    );
     #[allow(clippy::reversed_empty_ranges)]
     let e = f.read_f32_at(t, 5..4, &mut []).unwrap_err();
     assert_eq!(e.code(), "stream::values::element_range");

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sipllm_gguf::writer::GgufWriter;
 use sipllm_llmw::LlmwWriter;
 
-use crate::error::StreamError;
+use crate::error::WriteError;
 use crate::identity;
 
 /// Bytes moved per step when the kernel cannot copy for us.
@@ -68,7 +68,7 @@ impl AtomicFile {
             match File::options().read(true).write(true).create_new(true).open(&tmp) {
                 Ok(file) => {
                     // Best effort: without flock, stale temporaries are just never removed.
-                    let _ = crate::lock::try_lock_exclusive(&file, &tmp);
+                    let _ = sipllm_streaming::lock::try_lock_exclusive(&file, &tmp);
                     return Ok(AtomicFile { dest, tmp, file: Some(file) });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -487,12 +487,12 @@ impl<'a> GgufFileBuilder<'a> {
 
     /// Writes the file to `dest` atomically: `dest` is the old file (or absent) until the new
     /// one is complete and synced.
-    pub fn write_to_path(self, dest: impl AsRef<Path>) -> Result<BuildStats, StreamError> {
+    pub fn write_to_path(self, dest: impl AsRef<Path>) -> Result<BuildStats, WriteError> {
         let dest = dest.as_ref();
         let out = AtomicFile::create(dest)
-            .map_err(|source| StreamError::Create { path: dest.to_path_buf(), source })?;
+            .map_err(|source| WriteError::Create { path: dest.to_path_buf(), source })?;
         let stats = self.write_into(&out)?;
-        out.commit().map_err(|source| StreamError::Write {
+        out.commit().map_err(|source| WriteError::Write {
             path: dest.to_path_buf(),
             offset: stats.file_size,
             source,
@@ -501,14 +501,14 @@ impl<'a> GgufFileBuilder<'a> {
     }
 
     /// Writes the file into `out` (positional writes; `out` should be empty).
-    pub fn write_into(self, out: &AtomicFile) -> Result<BuildStats, StreamError> {
+    pub fn write_into(self, out: &AtomicFile) -> Result<BuildStats, WriteError> {
         let path = out.dest().to_path_buf();
-        let werr = |offset: u64, source: io::Error| StreamError::Write {
+        let werr = |offset: u64, source: io::Error| WriteError::Write {
             path: path.clone(),
             offset,
             source,
         };
-        let layout = self.writer.layout().map_err(|source| StreamError::Writer { source })?;
+        let layout = self.writer.layout().map_err(|source| WriteError::Header { source })?;
         let file = out.file();
         // Extending first makes every unwritten byte (padding, skipped holes) a zero hole.
         file.set_len(layout.file_size).map_err(|e| werr(0, e))?;
@@ -533,10 +533,10 @@ impl<'a> GgufFileBuilder<'a> {
                     .map_or_else(String::new, |t| String::from_utf8_lossy(&t.name).into_owned())
             };
             match data {
-                None => return Err(StreamError::MissingData { tensor: tensor() }),
+                None => return Err(WriteError::MissingData { tensor: tensor() }),
                 Some(TensorData::Bytes(b)) => {
                     if b.len() as u64 != nbytes {
-                        return Err(StreamError::DataLength {
+                        return Err(WriteError::DataLength {
                             tensor: tensor(),
                             expected: nbytes,
                             got: b.len() as u64,
@@ -547,7 +547,7 @@ impl<'a> GgufFileBuilder<'a> {
                 Some(TensorData::Reader(ReaderData(mut r))) => {
                     copy_reader(&mut *r, file, abs, nbytes, &werr).map_err(|e| match e {
                         ReaderError::Length(got) => {
-                            StreamError::DataLength { tensor: tensor(), expected: nbytes, got }
+                            WriteError::DataLength { tensor: tensor(), expected: nbytes, got }
                         }
                         ReaderError::Stream(e) => e,
                     })?;
@@ -570,10 +570,10 @@ impl<'a> GgufFileBuilder<'a> {
 ///
 /// # Errors
 ///
-/// [`StreamError::WriterLlmw`]: the writer refused the model (a duplicate key, a string too
+/// [`WriteError::Llmw`]: the writer refused the model (a duplicate key, a string too
 /// long…), a tensor's reader failed, or a write failed.
-pub fn write_llmw_into(writer: LlmwWriter<'_>, out: &AtomicFile) -> Result<u64, StreamError> {
-    let fail = |source| StreamError::WriterLlmw { path: out.dest().to_path_buf(), source };
+pub fn write_llmw_into(writer: LlmwWriter<'_>, out: &AtomicFile) -> Result<u64, WriteError> {
+    let fail = |source| WriteError::Llmw { path: out.dest().to_path_buf(), source };
     let mut w = io::BufWriter::with_capacity(COPY_BUF, PosWriter { file: out.file(), pos: 0 });
     let n = writer.write_to(&mut w).map_err(fail)?;
     w.flush().map_err(|e| fail(e.into()))?;
@@ -600,7 +600,7 @@ impl io::Write for PosWriter<'_> {
 
 enum ReaderError {
     Length(u64),
-    Stream(StreamError),
+    Stream(WriteError),
 }
 
 /// Copies exactly `nbytes` from `r` to `file` at `at` through a bounded buffer.
@@ -609,7 +609,7 @@ fn copy_reader(
     file: &File,
     at: u64,
     nbytes: u64,
-    werr: &dyn Fn(u64, io::Error) -> StreamError,
+    werr: &dyn Fn(u64, io::Error) -> WriteError,
 ) -> Result<(), ReaderError> {
     let mut buf = vec![0u8; COPY_BUF.min(usize::try_from(nbytes).unwrap_or(COPY_BUF)).max(1)];
     let mut done = 0u64;

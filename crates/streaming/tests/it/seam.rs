@@ -3,14 +3,12 @@
 //! value (collapsed `Meta`, typed accessors, lists), and so the tokenizer built from it — and
 //! `open_model` picks the format from the content, never from the name.
 
-mod common;
-
 use std::fs;
 use std::path::Path;
 
-use common::{TempDir, TempFile};
+use crate::common::{TempDir, TempFile};
+use sipllm_edit::toy::{self, ToyModel, ToyValue};
 use sipllm_gguf::GgmlType;
-use sipllm_streaming::toy::{self, ToyModel, ToyValue};
 use sipllm_streaming::{
     Backend, Format, MemSource, Meta, Model, OpenOptions, StreamError, WeightSource, open_model,
     open_model_from,
@@ -346,7 +344,7 @@ fn unknown_magic_is_an_error_showing_the_bytes() {
     assert_eq!(err.code(), "stream::open::unknown_magic");
     assert!(matches!(err, StreamError::UnknownMagic { found: [b'P', b'K', 3, 4], .. }));
     assert_eq!(err.path(), Some(file.path()));
-    let msg = err.to_string();
+    let msg = err.located().to_string();
     assert!(msg.starts_with(&format!("{}: not a model file: ", file.path().display())), "{msg}");
     assert!(msg.contains("50 4B 03 04 (\"PK\\x03\\x04\")"), "{msg}");
     assert!(msg.contains("\"GGUF\"") && msg.contains("\"LLMW\""), "{msg}");
@@ -392,12 +390,15 @@ fn a_bare_magic_is_the_format_parsers_truncation_error() {
     assert_eq!(err.offset(), Some(4), "at the end of the input");
     let llmw = err.llmw_error().expect("the .llmw parser's error, intact");
     assert_eq!(llmw.path().to_string(), "header.version");
-    assert!(err.to_string().starts_with(&format!("{}: ", file.path().display())), "{err}");
+    assert!(
+        err.located().to_string().starts_with(&format!("{}: ", file.path().display())),
+        "{err}"
+    );
 }
 
 #[test]
 fn a_missing_file_is_an_open_error() {
-    let path = common::unique_temp_path("absent.llmw");
+    let path = crate::common::unique_temp_path("absent.llmw");
     let err = open_model(&path, &OpenOptions::default()).err().unwrap();
     assert_eq!(err.code(), "stream::io::open");
     assert_eq!(err.path(), Some(path.as_path()));

@@ -5,8 +5,8 @@ use std::ops::Range;
 
 use sipllm_quants::DequantError;
 
-use crate::error::StreamError;
-use crate::source::{TensorInfo, WeightSource};
+use super::{TensorInfo, WeightSource};
+use crate::error::{StreamError, TensorError};
 
 /// The most raw bytes a values read holds at once (a whole number of blocks at most this
 /// long). 8 MiB keeps a read's working set small while each chunk is still large enough to be
@@ -14,7 +14,7 @@ use crate::source::{TensorInfo, WeightSource};
 pub const VALUES_CHUNK_BYTES: usize = 8 << 20;
 
 fn dequant(tensor: &TensorInfo, source: DequantError) -> StreamError {
-    StreamError::Dequant { tensor: tensor.name.clone(), source }
+    StreamError::Tensor(TensorError::Dequant { tensor: tensor.name.clone(), source })
 }
 
 /// `(elements, bytes)` per block of the tensor's type, or why it has no values.
@@ -63,12 +63,14 @@ pub(crate) fn read_f32_at<S: WeightSource + ?Sized>(
 ) -> Result<(), StreamError> {
     let (bn, bb) = layout(tensor)?;
     let count = element_count(tensor)?;
-    let bad = || StreamError::ElementRange {
-        tensor: tensor.name.clone(),
-        start: range.start,
-        end: range.end,
-        count,
-        got: dst.len() as u64,
+    let bad = || {
+        StreamError::Tensor(TensorError::ElementRange {
+            tensor: tensor.name.clone(),
+            start: range.start,
+            end: range.end,
+            count,
+            got: dst.len() as u64,
+        })
     };
     if range.start > range.end || range.end > count || dst.len() as u64 != range.end - range.start {
         return Err(bad());

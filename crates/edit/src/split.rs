@@ -9,14 +9,13 @@ use std::path::{Path, PathBuf};
 use sipllm_gguf::writer::Value;
 use sipllm_gguf::{Gguf, ggml::align_up, writer::GgufWriter, writer::TensorDesc};
 
-use crate::error::StreamError;
-use crate::gguf_file::GgufFile;
+use sipllm_streaming::split::{
+    KEY_COUNT, KEY_NO, KEY_TENSORS_COUNT, SPLIT_KEYS, SplitFile, SplitKeys, shard_path,
+};
+use sipllm_streaming::{GgufFile, OpenOptions, SplitSetError, StreamError, WeightSource};
+
+use crate::error::{SplitError, SplitRefusal, WriteError};
 use crate::identity::{self, refuse_output_is_open_file};
-use crate::options::OpenOptions;
-use crate::source::WeightSource;
-use crate::split::name::shard_path;
-use crate::split::set::SplitFile;
-use crate::split::{KEY_COUNT, KEY_NO, KEY_TENSORS_COUNT, SPLIT_KEYS, SplitKeys};
 use crate::write::{
     AtomicFile, ClosedTemp, GgufFileBuilder, TensorData, remove_stale_temps, sync_dir,
 };
@@ -94,6 +93,28 @@ pub struct WrittenFile {
     pub file_size: u64,
 }
 
+/// One shard of a planned split ([`plan_split`]): nothing is written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedShard {
+    /// Where it would be written.
+    pub path: PathBuf,
+    /// Tensors in it.
+    pub tensors: usize,
+    /// Its tensor data as [`SplitLimit::Size`] counts it (each tensor padded to
+    /// [`SIZE_PADDING`]).
+    pub data_bytes: u64,
+    /// The largest tensor in it (its padded size), when it has one.
+    pub largest: Option<(String, u64)>,
+}
+
+impl PlannedShard {
+    /// True when the shard holds more tensor data than a [`SplitLimit::Size`] limit: only a
+    /// tensor larger than the limit does that (a tensor is never split across shards).
+    pub fn over(&self, limit: SplitLimit) -> bool {
+        matches!(limit, SplitLimit::Size(n) if self.data_bytes > n)
+    }
+}
+
 /// Distributes tensors of the given byte sizes over shards as gguf-split does: greedily, in
 /// their order, a new shard starting when the current one has `Tensors(n)` tensors, or when
 /// the next tensor's [`SIZE_PADDING`]-padded size would take it past `Size(n)`. A shard is only
@@ -103,7 +124,7 @@ pub struct WrittenFile {
 /// Returns each shard's range of tensor indices.
 ///
 /// ```
-/// use sipllm_streaming::split::{SplitLimit, plan_shards};
+/// use sipllm_edit::split::{SplitLimit, plan_shards};
 ///
 /// assert_eq!(plan_shards(&[1, 2, 3, 4, 5], SplitLimit::Tensors(2), false), [0..2, 2..4, 4..5]);
 /// // 40 bytes count as 64: 64 + 64 > 100, so every tensor opens a new shard.
@@ -137,6 +158,106 @@ pub fn plan_shards(
     shards
 }
 
+/// What every split does before it writes: the input opened and checked, the plan made.
+struct Prepared {
+    input: GgufFile,
+    sizes: Vec<u64>,
+    plan: Vec<Range<usize>>,
+    count: u16,
+    total: i32,
+    dir: PathBuf,
+    prefix: PathBuf,
+}
+
+fn prepare(src: &Path, options: &SplitOptions) -> Result<Prepared, SplitError> {
+    let refuse = |reason: SplitRefusal| SplitError::Refused { path: src.to_path_buf(), reason };
+    let input = GgufFile::open(src, &options.open)?;
+    let keys = SplitKeys::read(input.gguf(), Some(src))?;
+    if keys.is_set() {
+        return Err(SplitError::AlreadySplit {
+            path: src.to_path_buf(),
+            split_no: keys.no.unwrap_or(0),
+            count: keys.count.unwrap_or(0),
+        });
+    }
+    match options.limit {
+        SplitLimit::Tensors(0) => return Err(refuse(SplitRefusal::ZeroTensorLimit)),
+        SplitLimit::Size(0) => return Err(refuse(SplitRefusal::ZeroSizeLimit)),
+        _ => {}
+    }
+    let gguf = input.gguf();
+    let mut sizes = Vec::with_capacity(gguf.tensor_infos().len());
+    for t in gguf.tensors() {
+        let size = t.info.nbytes().ok_or_else(|| {
+            refuse(SplitRefusal::UnknownSize {
+                tensor: t.name.to_string_lossy().into_owned(),
+                ggml_type: t.info.ggml_type(),
+            })
+        })?;
+        sizes.push(size);
+    }
+    if sizes.is_empty() {
+        return Err(refuse(SplitRefusal::NoTensors));
+    }
+    let total = i32::try_from(sizes.len())
+        .map_err(|_| refuse(SplitRefusal::TooManyTensors { tensors: sizes.len() }))?;
+    let plan = plan_shards(&sizes, options.limit, options.no_tensor_first_split);
+    let count = u16::try_from(plan.len())
+        .map_err(|_| refuse(SplitRefusal::TooManyShards { shards: plan.len() }))?;
+    if let Some(k) = plan.iter().enumerate().position(|(k, r)| r.is_empty() && k > 0) {
+        return Err(refuse(SplitRefusal::EmptyShard { shard: k + 1 }));
+    }
+
+    let dir = match &options.out_dir {
+        Some(d) => d.clone(),
+        // Beside the input; a bare file name has an empty parent, and stays a bare name.
+        None => src.parent().unwrap_or(Path::new("")).to_path_buf(),
+    };
+    let stem = match src.extension() {
+        Some(ext) if ext == "gguf" => src.file_stem(),
+        _ => src.file_name(),
+    }
+    .ok_or_else(|| refuse(SplitRefusal::NoFileName))?;
+    let prefix = dir.join(stem);
+    Ok(Prepared { input, sizes, plan, count, total, dir, prefix })
+}
+
+/// Plans the split of `src` as [`split_file`] would make it — the same checks and refusals,
+/// the same shard names and contents — and writes nothing (`sipllm split --dry-run`).
+///
+/// # Errors
+///
+/// As [`split_file`]'s refusals.
+pub fn plan_split(src: &Path, options: &SplitOptions) -> Result<Vec<PlannedShard>, SplitError> {
+    let p = prepare(src, options)?;
+    let gguf = p.input.gguf();
+    let shards = p.plan.iter().enumerate().map(|(k, range)| {
+        let padded = |n: u64| align_up(n, SIZE_PADDING).unwrap_or(u64::MAX);
+        let mut largest: Option<(String, u64)> = None;
+        let mut data_bytes = 0u64;
+        for (t, &size) in gguf
+            .tensors()
+            .skip(range.start)
+            .take(range.len())
+            .zip(p.sizes.get(range.clone()).unwrap_or_default())
+        {
+            let n = padded(size);
+            data_bytes = data_bytes.saturating_add(n);
+            if largest.as_ref().is_none_or(|(_, m)| n > *m) {
+                largest = Some((t.name.to_string_lossy().into_owned(), n));
+            }
+        }
+        let no = u16::try_from(k).unwrap_or(u16::MAX);
+        PlannedShard {
+            path: shard_path(&p.prefix, no, p.count),
+            tensors: range.len(),
+            data_bytes,
+            largest,
+        }
+    });
+    Ok(shards.collect())
+}
+
 /// Splits the GGUF file at `src` into a set of shards and returns them in order.
 ///
 /// The tensors are distributed by [`plan_shards`]. The first shard holds every metadata pair
@@ -157,76 +278,23 @@ pub fn plan_shards(
 /// a first shard stand beside shards of another run, so a kill leaves the old set, the new
 /// set, or a set without its first shard (refused as incomplete) — never a mix that
 /// validates. Temporaries a killed earlier run left for these names are removed first
-/// ([`remove_stale_temps`](crate::write::remove_stale_temps)). If a shard fails, nothing is
+/// ([`crate::write::remove_stale_temps`]). If a shard fails, nothing is
 /// renamed; if a rename fails, the shards already renamed are removed again.
 ///
-/// Refused: a shard name that is the input ([`StreamError::OutputIsInput`], by file
-/// identity); a file that is already a shard of a set ([`StreamError::SplitAlreadySplit`]); a
+/// Refused: a shard name that is the input ([`WriteError::OutputIsInput`], by file
+/// identity); a file that is already a shard of a set ([`SplitError::AlreadySplit`]); a
 /// limit of 0, a file without tensors, a tensor of unknown size, a plan of more than 65,535
-/// shards, and an empty shard other than a metadata-only first ([`StreamError::SplitRefused`]).
-pub fn split_file(src: &Path, options: &SplitOptions) -> Result<Vec<WrittenFile>, StreamError> {
-    let refuse = |reason: String| StreamError::SplitRefused { path: src.to_path_buf(), reason };
-    let input = GgufFile::open(src, &options.open)?;
-    let keys = SplitKeys::read(input.gguf(), Some(src))?;
-    if keys.is_set() {
-        return Err(StreamError::SplitAlreadySplit {
-            path: src.to_path_buf(),
-            split_no: keys.no.unwrap_or(0),
-            count: keys.count.unwrap_or(0),
-        });
-    }
-    match options.limit {
-        SplitLimit::Tensors(0) => return Err(refuse("the tensor limit must be at least 1".into())),
-        SplitLimit::Size(0) => return Err(refuse("the size limit must be at least 1 byte".into())),
-        _ => {}
-    }
+/// shards, and an empty shard other than a metadata-only first ([`SplitError::Refused`]).
+pub fn split_file(src: &Path, options: &SplitOptions) -> Result<Vec<WrittenFile>, SplitError> {
+    let refuse = |reason: SplitRefusal| SplitError::Refused { path: src.to_path_buf(), reason };
+    let Prepared { input, sizes: _, plan, count, total, dir, prefix } = prepare(src, options)?;
     let gguf = input.gguf();
-    let mut sizes = Vec::with_capacity(gguf.tensor_infos().len());
-    for t in gguf.tensors() {
-        let size = t.info.nbytes().ok_or_else(|| {
-            refuse(format!(
-                "tensor {:?} has a type of unknown size ({}), so its bytes cannot be located",
-                t.name.to_string_lossy(),
-                t.info.ggml_type()
-            ))
-        })?;
-        sizes.push(size);
-    }
-    if sizes.is_empty() {
-        return Err(refuse("the file has no tensors: there is nothing to split".into()));
-    }
-    let total = i32::try_from(sizes.len()).map_err(|_| {
-        refuse(format!("{} tensors do not fit split.tensors.count (INT32)", sizes.len()))
-    })?;
-    let plan = plan_shards(&sizes, options.limit, options.no_tensor_first_split);
-    let count = u16::try_from(plan.len()).map_err(|_| {
-        refuse(format!(
-            "the limit gives {} shards, but split.count (UINT16) numbers at most 65,535: raise \
-             the limit",
-            plan.len()
-        ))
-    })?;
-    if let Some(k) = plan.iter().enumerate().position(|(k, r)| r.is_empty() && k > 0) {
-        return Err(refuse(format!("shard {} would have no tensors", k + 1)));
-    }
-
-    let dir = match &options.out_dir {
-        Some(d) => d.clone(),
-        // Beside the input; a bare file name has an empty parent, and stays a bare name.
-        None => src.parent().unwrap_or(Path::new("")).to_path_buf(),
-    };
-    let stem = match src.extension() {
-        Some(ext) if ext == "gguf" => src.file_stem(),
-        _ => src.file_name(),
-    }
-    .ok_or_else(|| refuse("the path has no file name".into()))?;
     if !dir.as_os_str().is_empty() {
         std::fs::create_dir_all(&dir)
-            .map_err(|source| StreamError::Create { path: dir.clone(), source })?;
+            .map_err(|source| WriteError::Create { path: dir.clone(), source })?;
     }
-    let prefix = dir.join(stem);
     // The bytes copied are those of the file whose header was parsed (held open since).
-    let data = input.file().ok_or_else(|| refuse("the input is not a file".into()))?;
+    let data = input.file().ok_or_else(|| refuse(SplitRefusal::NotAFile))?;
     let dests: Vec<PathBuf> = (0..count).map(|no| shard_path(&prefix, no, count)).collect();
     for (k, dest) in dests.iter().enumerate() {
         refuse_output_is_open_file(data, src, dest, shard_what(k))?;
@@ -271,15 +339,15 @@ fn shard_what(k: usize) -> &'static str {
 /// every instant a set whose first shard is present is wholly old or wholly new: a kill in
 /// between leaves a set without its first shard (refused as incomplete), never a mix that
 /// validates. A failure removes the new shards already renamed.
-fn rename_set(pending: Vec<(ClosedTemp, WrittenFile)>) -> Result<Vec<WrittenFile>, StreamError> {
+fn rename_set(pending: Vec<(ClosedTemp, WrittenFile)>) -> Result<Vec<WrittenFile>, SplitError> {
     let Some(first_dest) = pending.first().map(|(t, _)| t.dest().to_path_buf()) else {
         return Ok(Vec::new());
     };
-    let create_err = |path: &Path, source| StreamError::Create { path: path.to_path_buf(), source };
+    let create_err = |path: &Path, source| WriteError::Create { path: path.to_path_buf(), source };
     match std::fs::remove_file(&first_dest) {
         Ok(()) => sync_dir(&first_dest),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(create_err(&first_dest, e)),
+        Err(e) => return Err(create_err(&first_dest, e).into()),
     }
     let mut written: Vec<Option<WrittenFile>> = Vec::with_capacity(pending.len());
     let mut temps: Vec<Option<ClosedTemp>> = Vec::with_capacity(pending.len());
@@ -298,7 +366,7 @@ fn rename_set(pending: Vec<(ClosedTemp, WrittenFile)>) -> Result<Vec<WrittenFile
                 let _ = std::fs::remove_file(p);
             }
             let offset = written.get(k).and_then(Option::as_ref).map_or(0, |w| w.file_size);
-            return Err(StreamError::Write { path: dest, offset, source });
+            return Err(WriteError::Write { path: dest, offset, source }.into());
         }
         if k == 1 {
             // Every other shard is in place before the first appears.
@@ -323,15 +391,16 @@ fn rename_set(pending: Vec<(ClosedTemp, WrittenFile)>) -> Result<Vec<WrittenFile
 /// file in bounded memory from the descriptors the shards were parsed through (each shard is
 /// opened once and held), and `out` is written to a temporary and renamed into place (through
 /// a symlink: over the file it points at). `out` must not be one of the shards, by file
-/// identity ([`StreamError::OutputIsInput`]).
-pub fn merge(shard: &Path, out: &Path, options: &OpenOptions) -> Result<WrittenFile, StreamError> {
+/// identity ([`WriteError::OutputIsInput`]).
+pub fn merge(shard: &Path, out: &Path, options: &OpenOptions) -> Result<WrittenFile, SplitError> {
     let first = GgufFile::open(shard, options)?;
     let keys = SplitKeys::read(first.gguf(), Some(shard))?;
     if keys.count.is_none_or(|c| c == 0) {
-        return Err(StreamError::SplitNotASet {
+        return Err(StreamError::Split(SplitSetError::NotASet {
             path: Some(shard.to_path_buf()),
             count: keys.count,
-        });
+        })
+        .into());
     }
     let set = SplitFile::from_shard(shard, first, options)?;
     merge_set(&set, out)
@@ -344,9 +413,9 @@ pub fn merge(shard: &Path, out: &Path, options: &OpenOptions) -> Result<WrittenF
 ///
 /// # Errors
 ///
-/// [`StreamError::OutputIsInput`] when `out` is one of the shards; [`StreamError::Open`] for a
+/// [`WriteError::OutputIsInput`] when `out` is one of the shards; [`StreamError::Open`] for a
 /// shard held in memory (not a file); the write's errors.
-pub fn merge_set(set: &SplitFile, out: &Path) -> Result<WrittenFile, StreamError> {
+pub fn merge_set(set: &SplitFile, out: &Path) -> Result<WrittenFile, SplitError> {
     let shard = set.path().unwrap_or(Path::new("the set"));
     let mut files: Vec<&File> = Vec::with_capacity(set.shard_count());
     for s in set.shards() {
@@ -375,7 +444,7 @@ pub fn merge_set(set: &SplitFile, out: &Path) -> Result<WrittenFile, StreamError
         remove_stale_temps(dir, &[name]);
     }
     let (tmp, file_size) = write_temp(w, &sources, &files, out)?;
-    tmp.rename().map_err(|source| StreamError::Write {
+    tmp.rename().map_err(|source| WriteError::Write {
         path: out.to_path_buf(),
         offset: file_size,
         source,
@@ -401,7 +470,7 @@ fn write_temp(
     sources: &[(usize, u64)],
     files: &[&File],
     dest: &Path,
-) -> Result<(ClosedTemp, u64), StreamError> {
+) -> Result<(ClosedTemp, u64), SplitError> {
     let mut builder = GgufFileBuilder::new(w);
     for (i, &(s, offset)) in sources.iter().enumerate() {
         if let Some(&file) = files.get(s) {
@@ -409,9 +478,9 @@ fn write_temp(
         }
     }
     let out = AtomicFile::create(dest)
-        .map_err(|source| StreamError::Create { path: dest.to_path_buf(), source })?;
+        .map_err(|source| WriteError::Create { path: dest.to_path_buf(), source })?;
     let stats = builder.write_into(&out)?;
-    let tmp = out.close().map_err(|source| StreamError::Write {
+    let tmp = out.close().map_err(|source| WriteError::Write {
         path: dest.to_path_buf(),
         offset: stats.file_size,
         source,

@@ -20,11 +20,11 @@
 //! 3. [`HeaderBackup::remove`]: the backup is removed and its directory synced.
 //!
 //! [`rewrite_header_in_place`] runs them in order, under an exclusive advisory lock on the
-//! model ([`crate::lock`]: a second editor is refused, readers wait) and after checking, under
+//! model ([`sipllm_streaming::lock`]: a second editor is refused, readers wait) and after checking, under
 //! that lock, that the model's header is still the one the new header was planned from (a
 //! concurrent edit that finished first is never silently undone). If step 2 fails it writes
-//! the old bytes back itself and removes the backup ([`StreamError::InPlaceRolledBack`]); if
-//! that fails too, the backup stays ([`StreamError::InPlaceTorn`]).
+//! the old bytes back itself and removes the backup ([`InPlaceError::RolledBack`]); if
+//! that fails too, the backup stays ([`InPlaceError::Torn`]).
 //!
 //! A crash before step 1 completes leaves the model untouched (and at most a stray
 //! temporary). A crash after it leaves the backup: [`HeaderBackup::pending`] tells a caller
@@ -45,7 +45,7 @@
 //! [`recover`] also reads version 1 (no identity).
 //!
 //! ```
-//! use sipllm_streaming::in_place::{BLOCK, changed_runs};
+//! use sipllm_edit::in_place::{BLOCK, changed_runs};
 //!
 //! let old = vec![0u8; 3 * BLOCK];
 //! let mut new = old.clone();
@@ -63,12 +63,12 @@ use std::path::{Path, PathBuf};
 use sipllm_gguf::Limits;
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::backing::{Backend, FileBacking};
-use crate::error::StreamError;
-use crate::gguf_file::GgufFile;
+use sipllm_streaming::lock::ExclusiveLock;
+use sipllm_streaming::{Backend, FileBacking, GgufFile, OpenOptions, StreamError};
+
+pub use crate::error::BackupDefect;
+use crate::error::{InPlaceError, WriteError};
 use crate::identity::{self, FileId};
-use crate::lock::ExclusiveLock;
-use crate::options::OpenOptions;
 use crate::write::AtomicFile;
 
 /// The first 8 bytes of a header backup.
@@ -97,22 +97,6 @@ pub fn changed_runs(old: &[u8], new: &[u8]) -> Vec<Range<usize>> {
         at = end;
     }
     runs
-}
-
-/// What is wrong with a header backup that [`recover`] refuses to use
-/// ([`StreamError::InPlaceBadBackup`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum BackupDefect {
-    /// The file is larger than any backup of a header within the parser's limit can be.
-    TooLarge,
-    /// The magic, version, layout or checksum is wrong: not a record `sipllm` wrote, or a
-    /// damaged one.
-    NotARecord,
-    /// The recorded header region ends past the model or the parser's header limit.
-    HeaderPastEnd,
-    /// A recorded run reaches past the recorded header region.
-    RunPastHeader,
 }
 
 /// A header backup written beside a model (step 1 of an in-place rewrite; see the
@@ -156,8 +140,8 @@ impl HeaderBackup {
     ///
     /// # Errors
     ///
-    /// [`StreamError::InPlacePending`] when the model already has a backup (it is kept);
-    /// [`StreamError::InPlaceBackupWrite`] when the backup cannot be written (the model is not
+    /// [`InPlaceError::Pending`] when the model already has a backup (it is kept);
+    /// [`InPlaceError::BackupWrite`] when the backup cannot be written (the model is not
     /// touched), or when a run lies outside `old_header`.
     pub fn write(
         model: &Path,
@@ -165,9 +149,9 @@ impl HeaderBackup {
         model_len: u64,
         old_header: &[u8],
         runs: &[Range<usize>],
-    ) -> Result<HeaderBackup, StreamError> {
+    ) -> Result<HeaderBackup, InPlaceError> {
         let path = HeaderBackup::path_of(model);
-        let fail = |source| StreamError::InPlaceBackupWrite {
+        let fail = |source| InPlaceError::BackupWrite {
             path: model.to_path_buf(),
             backup: path.clone(),
             source,
@@ -183,7 +167,7 @@ impl HeaderBackup {
         match tmp.commit_new() {
             Ok(()) => Ok(HeaderBackup { model: model.to_path_buf(), path }),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                Err(StreamError::InPlacePending { path: model.to_path_buf(), backup: path })
+                Err(InPlaceError::Pending { path: model.to_path_buf(), backup: path })
             }
             Err(e) => Err(fail(e)),
         }
@@ -204,13 +188,13 @@ impl HeaderBackup {
     ///
     /// # Errors
     ///
-    /// [`StreamError::InPlaceBackupRemove`] when the file cannot be removed.
-    pub fn remove(self) -> Result<(), StreamError> {
+    /// [`InPlaceError::BackupRemove`] when the file cannot be removed.
+    pub fn remove(self) -> Result<(), InPlaceError> {
         self.remove_after(false)
     }
 
-    fn remove_after(self, recovered: bool) -> Result<(), StreamError> {
-        remove_file(&self.path).map_err(|source| StreamError::InPlaceBackupRemove {
+    fn remove_after(self, recovered: bool) -> Result<(), InPlaceError> {
+        remove_file(&self.path).map_err(|source| InPlaceError::BackupRemove {
             path: self.model.clone(),
             backup: self.path.clone(),
             recovered,
@@ -339,7 +323,7 @@ fn write_runs(file: &File, header: &[u8], runs: &[Range<usize>]) -> Result<(), (
 ///
 /// # Errors
 ///
-/// [`StreamError::Write`] with the offset of the failed write (0 for the sync). The model may
+/// [`WriteError::Write`] with the offset of the failed write (0 for the sync). The model may
 /// then hold a mix of old and new blocks: [`rewrite_header_in_place`] writes the old bytes
 /// back, or leaves the backup for [`recover`].
 pub fn overwrite_runs(
@@ -347,11 +331,9 @@ pub fn overwrite_runs(
     path: &Path,
     header: &[u8],
     runs: &[Range<usize>],
-) -> Result<(), StreamError> {
-    write_runs(file, header, runs).map_err(|(offset, source)| StreamError::Write {
-        path: path.to_path_buf(),
-        offset,
-        source,
+) -> Result<(), InPlaceError> {
+    write_runs(file, header, runs).map_err(|(offset, source)| {
+        InPlaceError::from(WriteError::Write { path: path.to_path_buf(), offset, source })
     })
 }
 
@@ -376,7 +358,7 @@ pub struct InPlaceStats {
 /// `[0, old_header.len())` and `new_header` the replacement, of the same length. Equal headers
 /// write nothing (the stats then have no runs).
 ///
-/// First an exclusive advisory lock is taken on `file` ([`crate::lock`]) and, under it, the
+/// First an exclusive advisory lock is taken on `file` ([`sipllm_streaming::lock`]) and, under it, the
 /// model's bytes are compared with `old_header`: a header another process rewrote since it was
 /// read is refused, so a concurrent edit is never lost. The lock is released on return; a
 /// caller that checks the result under it takes an [`ExclusiveLock`] itself and calls
@@ -384,30 +366,30 @@ pub struct InPlaceStats {
 ///
 /// # Errors
 ///
-/// - [`StreamError::InPlaceLength`]: the headers' lengths differ; nothing was written;
+/// - [`InPlaceError::Length`]: the headers' lengths differ; nothing was written;
 /// - [`StreamError::Locked`]: another process holds a lock on the model (an in-place edit,
 ///   or a reader); nothing was written;
 /// - [`StreamError::Open`]: the model's length cannot be read; nothing was written;
-/// - [`StreamError::InPlaceFileTooShort`]: the model is shorter than the header; nothing was
+/// - [`InPlaceError::FileTooShort`]: the model is shorter than the header; nothing was
 ///   written;
-/// - [`StreamError::InPlaceChanged`]: the model's header is not `old_header` (any more);
+/// - [`InPlaceError::Changed`]: the model's header is not `old_header` (any more);
 ///   nothing was written;
-/// - [`StreamError::InPlacePending`]: the model has a backup already (an interrupted
+/// - [`InPlaceError::Pending`]: the model has a backup already (an interrupted
 ///   rewrite); nothing was written;
-/// - [`StreamError::InPlaceBackupWrite`]: the backup could not be written; the model was not
+/// - [`InPlaceError::BackupWrite`]: the backup could not be written; the model was not
 ///   changed;
-/// - [`StreamError::InPlaceRolledBack`]: writing the new blocks failed and the old ones were
+/// - [`InPlaceError::RolledBack`]: writing the new blocks failed and the old ones were
 ///   written back (the backup is removed);
-/// - [`StreamError::InPlaceTorn`]: writing the new blocks failed and so did writing the old
+/// - [`InPlaceError::Torn`]: writing the new blocks failed and so did writing the old
 ///   ones back: the header may be torn and the backup is kept for [`recover`];
-/// - [`StreamError::InPlaceBackupRemove`]: the new header is complete and synced, but the
+/// - [`InPlaceError::BackupRemove`]: the new header is complete and synced, but the
 ///   backup could not be removed.
 pub fn rewrite_header_in_place(
     file: &File,
     path: &Path,
     old_header: &[u8],
     new_header: &[u8],
-) -> Result<InPlaceStats, StreamError> {
+) -> Result<InPlaceStats, InPlaceError> {
     if old_header == new_header {
         return Ok(InPlaceStats {
             header_len: u64_of(new_header.len()).unwrap_or(u64::MAX),
@@ -428,12 +410,12 @@ pub fn rewrite_header_locked(
     lock: &ExclusiveLock<'_>,
     old_header: &[u8],
     new_header: &[u8],
-) -> Result<InPlaceStats, StreamError> {
+) -> Result<InPlaceStats, InPlaceError> {
     let (file, path) = (lock.file(), lock.path());
     let old_len = u64_of(old_header.len()).unwrap_or(u64::MAX);
     let header_len = u64_of(new_header.len()).unwrap_or(u64::MAX);
     if old_len != header_len {
-        return Err(StreamError::InPlaceLength {
+        return Err(InPlaceError::Length {
             path: path.to_path_buf(),
             old: old_len,
             new: header_len,
@@ -450,7 +432,7 @@ pub fn rewrite_header_locked(
         .map_err(|source| StreamError::Open { path: path.to_path_buf(), source })?
         .len();
     if model_len < header_len {
-        return Err(StreamError::InPlaceFileTooShort {
+        return Err(InPlaceError::FileTooShort {
             path: path.to_path_buf(),
             len: model_len,
             header_len,
@@ -459,23 +441,19 @@ pub fn rewrite_header_locked(
     if !file_starts_with(file, old_header)
         .map_err(|e| StreamError::read(Some(path), 0, old_len, e))?
     {
-        return Err(StreamError::InPlaceChanged { path: path.to_path_buf() });
+        return Err(InPlaceError::Changed { path: path.to_path_buf() });
     }
     if let Some(backup) = HeaderBackup::pending(path) {
-        return Err(StreamError::InPlacePending { path: path.to_path_buf(), backup });
+        return Err(InPlaceError::Pending { path: path.to_path_buf(), backup });
     }
     let backup = HeaderBackup::write(path, file, model_len, old_header, &stats.runs)?;
     if let Err((offset, source)) = write_runs(file, new_header, &stats.runs) {
         // Put the old bytes back right away; if that fails too, the backup stays.
         let backup_path = backup.path.clone();
         if write_runs(file, old_header, &stats.runs).is_ok() && backup.remove().is_ok() {
-            return Err(StreamError::InPlaceRolledBack {
-                path: path.to_path_buf(),
-                offset,
-                source,
-            });
+            return Err(InPlaceError::RolledBack { path: path.to_path_buf(), offset, source });
         }
-        return Err(StreamError::InPlaceTorn {
+        return Err(InPlaceError::Torn {
             path: path.to_path_buf(),
             backup: backup_path,
             offset,
@@ -528,37 +506,36 @@ pub struct RecoverStats {
 ///
 /// # Errors
 ///
-/// - [`StreamError::InPlaceNoBackup`]: `model` has no backup;
-/// - [`StreamError::InPlaceBackupRead`]: the backup cannot be read;
-/// - [`StreamError::InPlaceBadBackup`]: the backup is not a record `sipllm` wrote, is
+/// - [`InPlaceError::NoBackup`]: `model` has no backup;
+/// - [`InPlaceError::BackupRead`]: the backup cannot be read;
+/// - [`InPlaceError::BadBackup`]: the backup is not a record `sipllm` wrote, is
 ///   damaged, or describes a header past the model (the model is not written);
 /// - [`StreamError::Open`]: the model cannot be opened for writing;
 /// - [`StreamError::Locked`]: another process holds a lock on the model;
-/// - [`StreamError::InPlaceOtherFile`]: the backup was made for another file (device and
+/// - [`InPlaceError::OtherFile`]: the backup was made for another file (device and
 ///   inode differ); the model is not written;
-/// - [`StreamError::InPlaceWrongModel`]: the model's length is not the recorded one (it is
+/// - [`InPlaceError::WrongModel`]: the model's length is not the recorded one (it is
 ///   not written);
 /// - [`StreamError::Io`] / [`StreamError::UnexpectedEof`]: reading the header region failed;
-/// - [`StreamError::InPlaceBackupMismatch`]: the backup's blocks over the current header would
+/// - [`InPlaceError::BackupMismatch`]: the backup's blocks over the current header would
 ///   not give the recorded header; the model is not written;
-/// - [`StreamError::InPlaceRestoreWrite`]: writing or syncing the old bytes failed;
-/// - [`StreamError::InPlaceRestoreMismatch`]: after the write, the header region does not hash
+/// - [`InPlaceError::RestoreWrite`]: writing or syncing the old bytes failed;
+/// - [`InPlaceError::RestoreMismatch`]: after the write, the header region does not hash
 ///   to the recorded value;
-/// - [`StreamError::InPlaceRestoredInvalid`]: the restored model does not open;
-/// - [`StreamError::InPlaceBackupRemove`]: all is restored and checked, but the backup could
+/// - [`InPlaceError::RestoredInvalid`]: the restored model does not open;
+/// - [`InPlaceError::BackupRemove`]: all is restored and checked, but the backup could
 ///   not be removed.
-pub fn recover(model: &Path) -> Result<RecoverStats, StreamError> {
+pub fn recover(model: &Path) -> Result<RecoverStats, InPlaceError> {
     let backup = HeaderBackup::path_of(model);
     let path = || model.to_path_buf();
-    let bad =
-        |defect| StreamError::InPlaceBadBackup { path: path(), backup: backup.clone(), defect };
+    let bad = |defect| InPlaceError::BadBackup { path: path(), backup: backup.clone(), defect };
     let read_err =
-        |source| StreamError::InPlaceBackupRead { path: path(), backup: backup.clone(), source };
+        |source| InPlaceError::BackupRead { path: path(), backup: backup.clone(), source };
     let max_header = Limits::default().max_header_bytes;
     let meta = match std::fs::metadata(&backup) {
         Ok(m) => m,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(StreamError::InPlaceNoBackup { path: path(), backup });
+            return Err(InPlaceError::NoBackup { path: path(), backup });
         }
         Err(e) => return Err(read_err(e)),
     };
@@ -569,15 +546,15 @@ pub fn recover(model: &Path) -> Result<RecoverStats, StreamError> {
     let rec = decode(&bytes).ok_or_else(|| bad(BackupDefect::NotARecord))?;
     let open_err = |source| StreamError::Open { path: path(), source };
     // Not a plain open: that blocks forever on a FIFO without a writer.
-    let file = crate::input::open_regular(model, true)?;
+    let file = sipllm_streaming::open_regular(model, true)?;
     let _lock = ExclusiveLock::try_new(&file, model)?;
     let model_meta = file.metadata().map_err(open_err)?;
     if rec.id.is_some_and(|id| id != FileId::of_metadata(&model_meta).dev_ino()) {
-        return Err(StreamError::InPlaceOtherFile { path: path(), backup });
+        return Err(InPlaceError::OtherFile { path: path(), backup });
     }
     let len = model_meta.len();
     if len != rec.model_len {
-        return Err(StreamError::InPlaceWrongModel {
+        return Err(InPlaceError::WrongModel {
             path: path(),
             backup,
             len,
@@ -614,17 +591,17 @@ pub fn recover(model: &Path) -> Result<RecoverStats, StreamError> {
         }
     }
     if xxh3_64(&header) != rec.header_hash {
-        return Err(StreamError::InPlaceBackupMismatch { path: path(), backup });
+        return Err(InPlaceError::BackupMismatch { path: path(), backup });
     }
     let restore_err =
-        |source| StreamError::InPlaceRestoreWrite { path: path(), backup: backup.clone(), source };
+        |source| InPlaceError::RestoreWrite { path: path(), backup: backup.clone(), source };
     for (offset, old) in &rec.runs {
         file.write_all_at(old, *offset).map_err(restore_err)?;
     }
     file.sync_data().map_err(restore_err)?;
     read_header(&mut header)?;
     if xxh3_64(&header) != rec.header_hash {
-        return Err(StreamError::InPlaceRestoreMismatch { path: path(), backup });
+        return Err(InPlaceError::RestoreMismatch { path: path(), backup });
     }
     drop(header);
     // Through the locked descriptor: opening the path anew would wait for our own lock.
@@ -634,11 +611,7 @@ pub fn recover(model: &Path) -> Result<RecoverStats, StreamError> {
         .and_then(|clone| FileBacking::from_file(clone, model, Backend::Pread))
         .and_then(|backing| GgufFile::from_backing(backing, &OpenOptions::default()));
     if let Err(e) = reopened {
-        return Err(StreamError::InPlaceRestoredInvalid {
-            path: path(),
-            backup,
-            source: Box::new(e),
-        });
+        return Err(InPlaceError::RestoredInvalid { path: path(), backup, source: Box::new(e) });
     }
     let runs = rec.runs.len();
     HeaderBackup { model: path(), path: backup.clone() }.remove_after(true)?;

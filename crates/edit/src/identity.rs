@@ -2,7 +2,7 @@
 //! reach it — symlinks, hard links, `./x` against `x`.
 //!
 //! Every writing command asks this before it writes: an output that is one of its inputs is
-//! refused ([`refuse_output_is_input`], [`StreamError::OutputIsInput`]), never truncated or
+//! refused ([`refuse_output_is_input`], [`WriteError::OutputIsInput`]), never truncated or
 //! replaced. The in-place header backup is keyed by it too
 //! ([`HeaderBackup`](crate::HeaderBackup) lives beside the file a symlink [`resolve`]s to and
 //! records the [`FileId`] it belongs to).
@@ -11,7 +11,7 @@
 //! (which misses hard links).
 //!
 //! ```
-//! use sipllm_streaming::identity::{FileId, same_file};
+//! use sipllm_edit::identity::{FileId, same_file};
 //!
 //! let dir = std::env::temp_dir().join(format!("sipllm-identity-doc-{}", std::process::id()));
 //! std::fs::create_dir_all(&dir)?;
@@ -28,7 +28,7 @@ use std::fs::{File, Metadata};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::error::StreamError;
+use crate::error::WriteError;
 
 /// The identity of a file: the same for every path and every open descriptor of it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -124,14 +124,14 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 ///
 /// # Errors
 ///
-/// [`StreamError::OutputIsInput`].
+/// [`WriteError::OutputIsInput`].
 pub fn refuse_output_is_input(
     input: &Path,
     output: &Path,
     what: &'static str,
-) -> Result<(), StreamError> {
+) -> Result<(), WriteError> {
     if same_file(input, output) {
-        return Err(StreamError::OutputIsInput {
+        return Err(WriteError::OutputIsInput {
             input: input.to_path_buf(),
             output: output.to_path_buf(),
             what,
@@ -146,19 +146,19 @@ pub fn refuse_output_is_input(
 ///
 /// # Errors
 ///
-/// [`StreamError::OutputIsInput`].
+/// [`WriteError::OutputIsInput`].
 pub fn refuse_output_is_open_file(
     input: &File,
     input_path: &Path,
     output: &Path,
     what: &'static str,
-) -> Result<(), StreamError> {
+) -> Result<(), WriteError> {
     #[cfg(unix)]
     {
         if let (Ok(a), Ok(Some(b))) = (FileId::of_file(input), FileId::of_path(output))
             && a == b
         {
-            return Err(StreamError::OutputIsInput {
+            return Err(WriteError::OutputIsInput {
                 input: input_path.to_path_buf(),
                 output: output.to_path_buf(),
                 what,

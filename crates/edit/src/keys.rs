@@ -1,12 +1,12 @@
-//! The GGUF types llama.cpp reads well-known keys as (`docs/format.md`, "Well-known keys").
+//! The GGUF types llama.cpp reads well-known keys as.
 //!
 //! llama.cpp's key reader is type-strict: a `UINT64` `llama.context_length` fails to load
-//! ("key … has wrong type"), though the value is fine. Two commands use this table:
+//! ("key … has wrong type"), though the value is fine. Two writers use this table:
 //!
-//! * `convert` (`.llmw` → GGUF), to choose a GGUF type for `.llmw`'s `i64` and `f64`
+//! * [`convert`](crate::convert) (`.llmw` → GGUF), to choose a GGUF type for `.llmw`'s `i64` and `f64`
 //!   values: a listed key gets its llama.cpp type when the value fits it exactly, so a model
 //!   that went GGUF → `.llmw` → GGUF comes back with the types it had, and loads;
-//! * `edit`, to warn when `--set` gives a listed key another type.
+//! * an edit, to note when a set gives a listed key another type (the CLI shows the note).
 
 use sipllm_gguf::ValueType;
 

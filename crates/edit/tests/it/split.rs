@@ -2,22 +2,18 @@
 //! reads through one `WeightSource` exactly like the original file; every broken set is a
 //! clear, coded error.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use sipllm_edit::split::{SplitLimit, SplitOptions, WrittenFile, merge, merge_set, split_file};
 use sipllm_gguf::{GgmlType, MetaValue, ValueType};
-use sipllm_streaming::split::{
-    KEY_COUNT, KEY_NO, KEY_TENSORS_COUNT, SplitLimit, SplitOptions, WrittenFile, merge, merge_set,
-    shard_path, split_file,
-};
+use sipllm_streaming::split::{KEY_COUNT, KEY_NO, KEY_TENSORS_COUNT, shard_path};
 use sipllm_streaming::{
     GgufFile, MemSource, Model, OpenOptions, SplitFile, StreamError, WeightSource, open_model,
 };
 use sipllm_testkit::{GgufBuilder, Value};
 
-use common::{TempDir, shared_dir};
+use crate::support::{TempDir, shared_dir};
 
 fn opts() -> OpenOptions {
     OpenOptions::default()
@@ -330,7 +326,7 @@ fn one_shard_and_merged_files_are_not_sets() {
     let e = SplitFile::open(&one[0].path, &opts()).unwrap_err();
     assert_eq!(e.code(), "stream::split::not_a_set");
     assert_eq!(
-        e.to_string(),
+        e.located().to_string(),
         format!("{}: not a split set: split.count is 1", one[0].path.display())
     );
     // gguf-split's merge output: split.count = 0.
@@ -426,7 +422,7 @@ fn a_missing_shard_is_named() {
         let e = open_err(p);
         assert_eq!(e.code(), "stream::split::missing_shard");
         assert_eq!(
-            e.to_string(),
+            e.located().to_string(),
             format!(
                 "{}: shard 2 of 3 of the split set (split.no = 1) is missing: {} does not exist",
                 p.display(),
@@ -452,7 +448,7 @@ fn a_shard_whose_split_no_disagrees_with_its_name_is_refused() {
     let e = open_err(&paths[0]);
     assert_eq!(e.code(), "stream::split::name_mismatch");
     assert_eq!(
-        e.to_string(),
+        e.located().to_string(),
         format!(
             "{}: the file name says shard 3 of 3, but the metadata says shard 2 of 3 (split.no = \
              1, split.count = 3)",
@@ -486,7 +482,7 @@ fn a_different_split_count_in_any_shard_is_refused() {
     let e = open_err(&paths[0]);
     assert_eq!(e.code(), "stream::split::key_mismatch");
     assert_eq!(
-        e.to_string(),
+        e.located().to_string(),
         format!("{}: split.count is 4 here, but 3 in {}", paths[2].display(), paths[0].display())
     );
     let e = SplitFile::open_paths(&paths, &opts()).unwrap_err();
@@ -531,7 +527,7 @@ fn a_total_that_differs_from_split_tensors_count_is_refused() {
     let e = open_err(&paths[1]);
     assert_eq!(e.code(), "stream::split::tensor_count");
     assert_eq!(
-        e.to_string(),
+        e.located().to_string(),
         format!(
             "{}: split.tensors.count says the set has 6 tensors, but its 3 shards hold 5",
             paths[0].display()
@@ -560,7 +556,7 @@ fn split_keys_must_have_llama_cpp_types_and_be_present() {
         assert_eq!(e.code(), "stream::split::key_type");
         let expected = if key == KEY_TENSORS_COUNT { "INT32" } else { "UINT16" };
         assert_eq!(
-            e.to_string(),
+            e.located().to_string(),
             format!(
                 "{}: metadata key {key:?} has type {found}, but split files store it as {expected}",
                 bad.display()
@@ -582,7 +578,7 @@ fn split_keys_must_have_llama_cpp_types_and_be_present() {
     let e = open_err(&paths[0]);
     assert_eq!(e.code(), "stream::split::key_missing");
     assert_eq!(
-        e.to_string(),
+        e.located().to_string(),
         format!(
             "{}: metadata key \"split.no\" is missing, but every shard of a split set has it",
             paths[1].display()
@@ -617,7 +613,7 @@ fn explicit_lists_refuse_duplicate_and_out_of_range_shards() {
     let e = SplitFile::open_paths(&[&paths[0], &beyond], &opts()).unwrap_err();
     assert_eq!(e.code(), "stream::split::bad_index");
     assert_eq!(
-        e.to_string(),
+        e.located().to_string(),
         format!("{}: split.no is 3, but split.count is 3: it must be below it", beyond.display())
     );
     let none: [&Path; 0] = [];
@@ -628,6 +624,7 @@ fn explicit_lists_refuse_duplicate_and_out_of_range_shards() {
 }
 
 #[test]
+#[allow(clippy::result_large_err)] // the closure returns split_file's own Result
 fn splitting_refuses_what_cannot_be_split() {
     let dir = TempDir::new("refuse");
     let original = dir.join("m.gguf");
@@ -637,20 +634,18 @@ fn splitting_refuses_what_cannot_be_split() {
     };
     for limit in [SplitLimit::Tensors(0), SplitLimit::Size(0)] {
         let e = split(limit, false).unwrap_err();
-        assert_eq!(e.code(), "stream::split::refused");
+        assert_eq!(e.code(), "split::refused");
         assert!(e.to_string().contains("must be at least 1"), "{e}");
     }
     // A shard cannot be split again.
     let shards = split(SplitLimit::Tensors(2), false).unwrap();
     let e = split_file(&shards[0].path, &SplitOptions::new(SplitLimit::Tensors(1))).unwrap_err();
-    assert_eq!(e.code(), "stream::split::already_split");
+    assert_eq!(e.code(), "split::already_split");
     assert_eq!(
         e.to_string(),
-        format!(
-            "{}: the file is already shard 1 of 2 of a split set: merge the set first",
-            shards[0].path.display()
-        )
+        "the file is already shard 1 of 2 of a split set: merge the set first"
     );
+    assert_eq!(e.path(), Some(shards[0].path.as_path()), "the file is context");
     // No tensors: nothing to split.
     let empty = dir.join("empty.gguf");
     fs::write(&empty, GgufBuilder::new().kv("general.name", Value::str("x")).build()).unwrap();
@@ -664,7 +659,7 @@ fn splitting_refuses_what_cannot_be_split() {
     }
     fs::write(&huge, b.build()).unwrap();
     let e = split_file(&huge, &SplitOptions::new(SplitLimit::Tensors(1))).unwrap_err();
-    assert_eq!(e.code(), "stream::split::refused");
+    assert_eq!(e.code(), "split::refused");
     assert!(e.to_string().contains("gives 65536 shards"), "{e}");
     assert!(!dir.names().iter().any(|n| n.starts_with("huge-")), "nothing written");
 }
@@ -678,7 +673,7 @@ fn a_failed_split_leaves_no_partial_set_and_merge_never_overwrites_a_shard() {
     // temporary is removed again without ever being renamed.
     fs::create_dir(dir.join("m-00002-of-00003.gguf")).unwrap();
     let e = split_file(&original, &SplitOptions::new(SplitLimit::Tensors(2))).unwrap_err();
-    assert_eq!(e.code(), "stream::write::create", "{e}");
+    assert_eq!(e.code(), "write::create", "{e}");
     assert!(e.to_string().contains("is not a regular file"), "{e}");
     assert_eq!(dir.names(), ["m-00002-of-00003.gguf", "m.gguf"], "no shard, no temporary left");
     fs::remove_dir(dir.join("m-00002-of-00003.gguf")).unwrap();
@@ -686,7 +681,7 @@ fn a_failed_split_leaves_no_partial_set_and_merge_never_overwrites_a_shard() {
     let shards = split_file(&original, &SplitOptions::new(SplitLimit::Tensors(2))).unwrap();
     let before = fs::read(&shards[1].path).unwrap();
     let e = merge(&shards[0].path, &shards[1].path, &opts()).unwrap_err();
-    assert_eq!(e.code(), "stream::write::output_is_input");
+    assert_eq!(e.code(), "write::output_is_input");
     assert!(e.to_string().contains("writing it would destroy the input"), "{e}");
     assert!(!e.help().contains("limit"), "merge's help, not split's: {}", e.help());
     assert_eq!(fs::read(&shards[1].path).unwrap(), before);
@@ -697,7 +692,7 @@ fn a_failed_split_leaves_no_partial_set_and_merge_never_overwrites_a_shard() {
     std::os::unix::fs::symlink(&shards[0].path, &soft).unwrap();
     for out in [&hard, &soft] {
         let e = merge(&shards[0].path, out, &opts()).unwrap_err();
-        assert_eq!(e.code(), "stream::write::output_is_input", "{}", out.display());
+        assert_eq!(e.code(), "write::output_is_input", "{}", out.display());
     }
     assert_eq!(fs::read(&shards[1].path).unwrap(), before);
 }
@@ -803,8 +798,8 @@ fn merge_copies_from_the_shards_it_opened() {
     let set = SplitFile::open(&shards[0].path, &opts()).unwrap();
     // The file each shard was parsed from, by identity, is the one its data is read from.
     for (s, w) in set.shards().zip(&shards) {
-        let held = sipllm_streaming::identity::FileId::of_file(s.file().unwrap()).unwrap();
-        assert_eq!(Some(held), sipllm_streaming::identity::FileId::of_path(&w.path).unwrap());
+        let held = sipllm_edit::identity::FileId::of_file(s.file().unwrap()).unwrap();
+        assert_eq!(Some(held), sipllm_edit::identity::FileId::of_path(&w.path).unwrap());
     }
     let before = tensor_bytes(&set);
 
@@ -872,7 +867,7 @@ fn a_shard_name_that_is_the_input_is_refused() {
     fs::write(&original, &bytes).unwrap();
     fs::hard_link(&original, dir.join("m-00002-of-00003.gguf")).unwrap();
     let e = split_file(&original, &SplitOptions::new(SplitLimit::Tensors(2))).unwrap_err();
-    assert_eq!(e.code(), "stream::write::output_is_input", "{e}");
+    assert_eq!(e.code(), "write::output_is_input", "{e}");
     assert_eq!(fs::read(&original).unwrap(), bytes);
     assert_eq!(dir.names(), ["m-00002-of-00003.gguf", "m.gguf"], "nothing written");
 }

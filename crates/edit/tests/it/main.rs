@@ -1,0 +1,6 @@
+//! The write side's integration tests, built as one binary.
+
+mod in_place;
+mod split;
+mod support;
+mod write;
