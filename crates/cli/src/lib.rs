@@ -139,10 +139,38 @@ where
     match result {
         Ok(exit) => exit.into(),
         // The reader of our output went away (`sipllm inspect big.gguf | head`): not an error.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Exit::Ok.into(),
+        Err(e) if is_broken_pipe(&e) => Exit::Ok.into(),
         Err(e) => {
             let _ = writeln!(io::stderr(), "sipllm: cannot write the output: {e}");
             Exit::Trouble.into()
+        }
+    }
+}
+
+/// True when `e` is, or wraps (a serializer's error carried in an `io::Error`), a write to a
+/// pipe whose reader went away: every command's output errors reach [`run`], which ends such a
+/// run quietly with exit 0 whatever wrapped the error on the way.
+pub fn is_broken_pipe(e: &io::Error) -> bool {
+    let mut current: &(dyn std::error::Error + 'static) = e;
+    loop {
+        if let Some(io) = current.downcast_ref::<io::Error>() {
+            if io.kind() == io::ErrorKind::BrokenPipe {
+                return true;
+            }
+            // `io::Error::other(inner)`: look at what it carries.
+            if let Some(inner) = io.get_ref() {
+                current = inner;
+                continue;
+            }
+        }
+        if current.downcast_ref::<serde_json::Error>().and_then(serde_json::Error::io_error_kind)
+            == Some(io::ErrorKind::BrokenPipe)
+        {
+            return true;
+        }
+        match current.source() {
+            Some(next) => current = next,
+            None => return false,
         }
     }
 }

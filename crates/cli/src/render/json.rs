@@ -46,7 +46,8 @@ impl serde_json::ser::Formatter for SafeFormatter {
 /// Writes `value` as one line of compact JSON to `out`.
 pub fn write_line<W: io::Write, T: Serialize + ?Sized>(out: &mut W, value: &T) -> io::Result<()> {
     let mut ser = serde_json::Serializer::with_formatter(&mut *out, SafeFormatter);
-    value.serialize(&mut ser).map_err(io::Error::other)?;
+    // serde_json hands back the writer's own `io::Error` (a closed pipe stays `BrokenPipe`).
+    value.serialize(&mut ser).map_err(io::Error::from)?;
     out.write_all(b"\n")
 }
 

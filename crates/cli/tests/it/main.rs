@@ -26,6 +26,7 @@ mod exit_codes;
 mod files;
 mod golden;
 mod peak_memory;
+mod pipes;
 mod remote;
 mod safety;
 mod split;
