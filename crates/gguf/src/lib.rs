@@ -18,6 +18,8 @@
 //! * **Errors that say where, what and how to fix it**: an absolute offset, a logical path
 //!   such as `metadata[12] "tokenizer.ggml.tokens"[5031]`, a stable code such as
 //!   `gguf::metadata::duplicate_key`, and a help text.
+//! * **Names users know**: [`ftype`] maps `general.file_type` to llama.cpp's quantization
+//!   labels (`15` is `Q4_K_M`), or guesses one from the tensor types.
 //!
 //! ```
 //! use sipllm_gguf::builder::{GgufBuilder, Value};
@@ -73,6 +75,7 @@ mod ast;
 pub mod builder;
 mod decoder;
 mod error;
+pub mod ftype;
 mod ggml;
 mod grammar;
 mod header;
