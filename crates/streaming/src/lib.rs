@@ -24,6 +24,8 @@
 //!   between readers (shared) and the in-place writer (exclusive).
 //! * [`toy`] makes a tiny llama-shaped model from a seed and writes it identically as GGUF and
 //!   `.llmw` (the seam equivalence tests and `sipllm make-toy` use it).
+//! * [`config::ModelConfig`] reads the well-known hyperparameters (architecture-prefixed
+//!   keys, per-layer values normalised, llama.cpp's quantization label) through the seam.
 //! * [`ReadAt`] is a positional byte source (offsets, no seek): [`FileBacking`] (pread by
 //!   default, mmap opt-in, `fadvise`/`madvise` readahead) and [`MemSource`].
 //! * [`StreamError`] keeps either parser's error intact and adds I/O context (path, offset,
@@ -57,6 +59,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod backing;
+pub mod config;
 mod error;
 mod gguf_file;
 pub mod identity;
