@@ -43,8 +43,8 @@
 
 use std::fmt;
 
-use sipllm_gguf::MetaValue;
 use sipllm_gguf::ftype::Quantization;
+use sipllm_gguf::{GgmlType, MetaValue};
 
 use crate::meta::Meta;
 use crate::source::WeightSource;
@@ -444,86 +444,150 @@ impl ConfigError {
 
 impl ModelConfig {
     /// Reads the configuration of `source` (metadata only, and the tensor directory when the
-    /// quantization label must be guessed: no tensor data is read).
+    /// quantization label must be guessed: no tensor data is read). The first problem, in
+    /// field order, is the error.
     pub fn from_source<S: WeightSource + ?Sized>(source: &S) -> Result<ModelConfig, ConfigError> {
-        let meta = |key: &str| source.meta(key);
+        ModelConfig::from_metadata(
+            |key| source.meta(key),
+            source.tensors().iter().map(|t| t.ggml_type),
+        )
+    }
+
+    /// Reads what can be read, for tools that show a model rather than run it (`inspect`):
+    /// a field whose key is missing or mistyped is `None` (an absent `general.architecture`
+    /// an empty architecture), and every such problem is listed, in field order.
+    pub fn from_source_lenient<S: WeightSource + ?Sized>(
+        source: &S,
+    ) -> (ModelConfig, Vec<ConfigError>) {
+        ModelConfig::read(|key| source.meta(key), source.tensors().iter().map(|t| t.ggml_type))
+    }
+
+    /// [`from_source`](Self::from_source) from any metadata lookup and the tensors' types (for
+    /// a header parsed without a weight source, e.g. one whose tensor data lies outside the
+    /// file). The types are only iterated when `general.file_type` is absent.
+    pub fn from_metadata<'a>(
+        meta: impl Fn(&str) -> Option<Meta<'a>>,
+        tensor_types: impl IntoIterator<Item = GgmlType>,
+    ) -> Result<ModelConfig, ConfigError> {
+        let (config, errors) = ModelConfig::read(meta, tensor_types);
+        match errors.into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(config),
+        }
+    }
+
+    /// [`from_source_lenient`](Self::from_source_lenient) from any metadata lookup.
+    pub fn from_metadata_lenient<'a>(
+        meta: impl Fn(&str) -> Option<Meta<'a>>,
+        tensor_types: impl IntoIterator<Item = GgmlType>,
+    ) -> (ModelConfig, Vec<ConfigError>) {
+        ModelConfig::read(meta, tensor_types)
+    }
+
+    fn read<'a>(
+        meta: impl Fn(&str) -> Option<Meta<'a>>,
+        tensor_types: impl IntoIterator<Item = GgmlType>,
+    ) -> (ModelConfig, Vec<ConfigError>) {
+        let errors = Problems::default();
         let architecture = match meta("general.architecture") {
             None => {
-                return Err(ConfigError::Missing {
+                errors.0.borrow_mut().push(ConfigError::Missing {
                     key: "general.architecture".into(),
                     architecture: "GGUF".into(),
                 });
+                None
             }
-            Some(v) => text("general.architecture", v)?,
+            Some(v) => errors.keep(text("general.architecture", v).map(Some)),
         };
-        let known = KNOWN_ARCHITECTURES.contains(&architecture.as_str());
-        let arch = |suffix: &str| format!("{architecture}.{suffix}");
-        let opt_uint = |key: &str| meta(key).map(|v| uint(key, v)).transpose();
-        let opt_float = |key: &str| meta(key).map(|v| float(key, v)).transpose();
-        let opt_text = |key: &str| meta(key).map(|v| text(key, v)).transpose();
-        let required = |key: &str| -> Result<Option<u64>, ConfigError> {
-            match (meta(key), known) {
-                (None, true) => Err(ConfigError::Missing {
-                    key: key.into(),
-                    architecture: architecture.clone(),
-                }),
-                (v, _) => v.map(|v| uint(key, v)).transpose(),
-            }
+        let known = architecture.as_deref().is_some_and(|a| KNOWN_ARCHITECTURES.contains(&a));
+        // Without an architecture there are no `{arch}.` keys to read.
+        let arch = |suffix: &str| match &architecture {
+            Some(a) => format!("{a}.{suffix}"),
+            None => String::new(),
+        };
+        let lookup = |key: &str| if key.is_empty() { None } else { meta(key) };
+        let opt_uint = |key: &str| errors.keep(lookup(key).map(|v| uint(key, v)).transpose());
+        let opt_float = |key: &str| errors.keep(lookup(key).map(|v| float(key, v)).transpose());
+        let opt_text = |key: &str| errors.keep(lookup(key).map(|v| text(key, v)).transpose());
+        let required = |key: &str| match (lookup(key), known) {
+            (None, true) => errors.keep(Err(ConfigError::Missing {
+                key: key.into(),
+                architecture: architecture.clone().unwrap_or_default(),
+            })),
+            (v, _) => errors.keep(v.map(|v| uint(key, v)).transpose()),
         };
 
-        let context_length = required(&arch("context_length"))?;
-        let embedding_length = required(&arch("embedding_length"))?;
-        let block_count = required(&arch("block_count"))?;
+        let context_length = required(&arch("context_length"));
+        let embedding_length = required(&arch("embedding_length"));
+        let block_count = required(&arch("block_count"));
         let layered = |key: &str| {
-            meta(key).map(|v| PerLayer::<u64>::from_meta(key, v, block_count)).transpose()
+            errors.keep(
+                lookup(key).map(|v| PerLayer::<u64>::from_meta(key, v, block_count)).transpose(),
+            )
         };
-        let file_type = opt_uint("general.file_type")?;
+        let file_type = opt_uint("general.file_type");
         let quantization = match file_type {
             Some(code) => Quantization::declared(code),
-            None => Quantization::guess(source.tensors().iter().map(|t| t.ggml_type)),
+            None => Quantization::guess(tensor_types),
         };
-        let vocab_size = match opt_uint(&arch("vocab_size"))? {
-            Some(n) => Some(n),
-            None => match meta("tokenizer.ggml.tokens") {
-                Some(Meta::Strs(list)) => Some(list.len() as u64),
+        let vocab_size = opt_uint(&arch("vocab_size")).or_else(|| {
+            errors.keep(match meta("tokenizer.ggml.tokens") {
+                Some(Meta::Strs(list)) => Ok(Some(list.len() as u64)),
                 Some(other) => {
-                    return Err(wrong_type("tokenizer.ggml.tokens", None, "string array", &other));
+                    Err(wrong_type("tokenizer.ggml.tokens", None, "string array", &other))
                 }
-                None => None,
-            },
-        };
+                None => Ok(None),
+            })
+        });
         let pattern_key = arch("attention.sliding_window_pattern");
-        Ok(ModelConfig {
-            name: opt_text("general.name")?,
+        let config = ModelConfig {
+            name: opt_text("general.name"),
             file_type,
             quantization,
             context_length,
             embedding_length,
             block_count,
-            feed_forward_length: layered(&arch("feed_forward_length"))?,
-            head_count: layered(&arch("attention.head_count"))?,
-            head_count_kv: layered(&arch("attention.head_count_kv"))?,
-            key_length: opt_uint(&arch("attention.key_length"))?,
-            value_length: opt_uint(&arch("attention.value_length"))?,
-            expert_count: opt_uint(&arch("expert_count"))?,
-            expert_used_count: opt_uint(&arch("expert_used_count"))?,
+            feed_forward_length: layered(&arch("feed_forward_length")),
+            head_count: layered(&arch("attention.head_count")),
+            head_count_kv: layered(&arch("attention.head_count_kv")),
+            key_length: opt_uint(&arch("attention.key_length")),
+            value_length: opt_uint(&arch("attention.value_length")),
+            expert_count: opt_uint(&arch("expert_count")),
+            expert_used_count: opt_uint(&arch("expert_used_count")),
             rope: Rope {
-                freq_base: opt_float(&arch("rope.freq_base"))?,
-                dimension_count: opt_uint(&arch("rope.dimension_count"))?,
-                scaling_type: opt_text(&arch("rope.scaling.type"))?,
-                scaling_factor: opt_float(&arch("rope.scaling.factor"))?,
-                original_context_length: opt_uint(&arch("rope.scaling.original_context_length"))?,
+                freq_base: opt_float(&arch("rope.freq_base")),
+                dimension_count: opt_uint(&arch("rope.dimension_count")),
+                scaling_type: opt_text(&arch("rope.scaling.type")),
+                scaling_factor: opt_float(&arch("rope.scaling.factor")),
+                original_context_length: opt_uint(&arch("rope.scaling.original_context_length")),
             },
-            layer_norm_epsilon: opt_float(&arch("attention.layer_norm_epsilon"))?,
-            layer_norm_rms_epsilon: opt_float(&arch("attention.layer_norm_rms_epsilon"))?,
-            sliding_window: opt_uint(&arch("attention.sliding_window"))?,
-            sliding_window_pattern: meta(&pattern_key)
-                .map(|v| SlidingWindowPattern::from_meta(&pattern_key, v, block_count))
-                .transpose()?,
+            layer_norm_epsilon: opt_float(&arch("attention.layer_norm_epsilon")),
+            layer_norm_rms_epsilon: opt_float(&arch("attention.layer_norm_rms_epsilon")),
+            sliding_window: opt_uint(&arch("attention.sliding_window")),
+            sliding_window_pattern: errors.keep(
+                lookup(&pattern_key)
+                    .map(|v| SlidingWindowPattern::from_meta(&pattern_key, v, block_count))
+                    .transpose(),
+            ),
             vocab_size,
-            tokenizer: opt_text("tokenizer.ggml.model")?,
+            tokenizer: opt_text("tokenizer.ggml.model"),
             known_architecture: known,
-            architecture,
+            architecture: architecture.unwrap_or_default(),
+        };
+        (config, errors.0.into_inner())
+    }
+}
+
+/// The problems met while reading, in field order.
+#[derive(Default)]
+struct Problems(std::cell::RefCell<Vec<ConfigError>>);
+
+impl Problems {
+    /// A field's value, its problem noted (the field is then `None`).
+    fn keep<T>(&self, r: Result<Option<T>, ConfigError>) -> Option<T> {
+        r.unwrap_or_else(|e| {
+            self.0.borrow_mut().push(e);
+            None
         })
     }
 }

@@ -301,3 +301,35 @@ fn sliding_window_patterns_per_layer_or_period() {
     let e = config(model("gemma4", &[(key, ints(&[0, 1, 2]))])).unwrap_err();
     assert_eq!(e.code(), "config::out_of_range");
 }
+
+#[test]
+fn the_lenient_reading_keeps_what_it_can_and_lists_every_problem() {
+    let bytes = GgufBuilder::new()
+        .kv("general.architecture", Value::str("llama"))
+        .kv("llama.block_count", Value::Uint32(2))
+        .kv("llama.attention.head_count", Value::Float32(8.0))
+        .kv("llama.rope.freq_base", Value::Float32(500000.0))
+        .build();
+    let m = open(bytes);
+    let (c, problems) = ModelConfig::from_source_lenient(&m);
+    assert_eq!(c.block_count, Some(2));
+    assert_eq!(c.head_count, None);
+    assert_eq!(c.rope.freq_base, Some(500000.0));
+    let keys: Vec<(&str, &str)> = problems.iter().map(|e| (e.code(), e.key())).collect();
+    assert_eq!(
+        keys,
+        [
+            ("config::missing_key", "llama.context_length"),
+            ("config::missing_key", "llama.embedding_length"),
+            ("config::wrong_type", "llama.attention.head_count"),
+        ]
+    );
+    // The strict reading fails on the first of them.
+    assert_eq!(ModelConfig::from_source(&m).unwrap_err(), problems[0]);
+    // No architecture at all: the generic fields, and that one problem.
+    let m = open(GgufBuilder::new().kv("general.name", Value::str("x")).build());
+    let (c, problems) = ModelConfig::from_source_lenient(&m);
+    assert_eq!((c.architecture.as_str(), c.name.as_deref()), ("", Some("x")));
+    assert_eq!(problems.len(), 1);
+    assert_eq!(problems[0].key(), "general.architecture");
+}

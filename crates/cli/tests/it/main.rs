@@ -30,6 +30,7 @@ mod pipes;
 mod remote;
 mod safety;
 mod split;
+mod summary;
 mod support;
 mod terminal;
 mod values;
