@@ -10,9 +10,10 @@
 //! | [`open`] | the one function every command opens files through, and the bundled sample |
 //! | [`view`] | a format-neutral view of a parsed header (GGUF or `.llmw`) |
 //! | [`diagnostic`] | findings as miette diagnostics over a hex view of the file |
-//! | [`render`] | escaping, the hex window, value abbreviation, tables, JSON |
+//! | [`render`] | escaping, value abbreviation, tables, JSON (the hex window: `sipllm-hexview`) |
 //! | [`commands`] | one module per command |
 //! | [`glob`] | the `--filter` matcher |
+//! | [`help`] | help texts naming CLI flags for the codes whose library help names an API |
 //! | [`values`] | the `edit` value syntax (`KEY=TYPE:VALUE`, arrays) |
 //! | [`keys`] | the GGUF types llama.cpp reads well-known keys as |
 //!
@@ -33,6 +34,7 @@ pub mod cli;
 pub mod commands;
 pub mod diagnostic;
 pub mod glob;
+pub mod help;
 pub mod keys;
 pub mod open;
 pub mod render;
@@ -88,10 +90,15 @@ impl Ctx {
             ColorChoice::Never => false,
             ColorChoice::Auto => tty && !no_color,
         };
-        let width = if stdout_is_tty || stderr_is_tty {
-            terminal_size::terminal_size().map_or(DEFAULT_WIDTH, |(w, _)| usize::from(w.0))
-        } else {
-            DEFAULT_WIDTH
+        // `COLUMNS` (when set to a number) wins, as in most tools that wrap: it is how a user
+        // or a test asks for another width.
+        let columns = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok());
+        let width = match columns {
+            Some(w) => w,
+            None if stdout_is_tty || stderr_is_tty => {
+                terminal_size::terminal_size().map_or(DEFAULT_WIDTH, |(w, _)| usize::from(w.0))
+            }
+            None => DEFAULT_WIDTH,
         };
         Ctx {
             color_stdout: decide(stdout_is_tty),

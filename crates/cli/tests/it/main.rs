@@ -25,6 +25,7 @@ mod edit;
 mod exit_codes;
 mod files;
 mod golden;
+mod narrow;
 mod peak_memory;
 mod pipes;
 mod remote;
