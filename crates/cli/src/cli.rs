@@ -154,6 +154,16 @@ pub struct InspectArgs {
     #[arg(long)]
     pub no_tensors: bool,
 
+    /// With --json: leave out array elements, keeping each array's type, count and the
+    /// sha256 of its stored bytes (`payload_sha256`).
+    #[arg(long, requires = "json", conflicts_with = "array_limit")]
+    pub no_arrays: bool,
+
+    /// With --json: write at most N elements of each array (nested arrays too), with its
+    /// type, count, `payload_sha256` and `truncated`.
+    #[arg(long, value_name = "N", requires = "json")]
+    pub array_limit: Option<u64>,
+
     /// Only show metadata keys and tensor names matching this glob (`*`, `?`, `[a-z]`),
     /// e.g. 'tokenizer.*' or 'blk.0.*'.
     #[arg(long, value_name = "GLOB")]

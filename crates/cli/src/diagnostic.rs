@@ -5,20 +5,18 @@
 //! library error with a code and help ([`Kind`]: the read side's, the write side's). Library
 //! messages never repeat the file they are about; [`FileDiagnostic`] renders that context —
 //! the file's name, and the bytes around the offset — around the message, which it never
-//! edits. [`FileDiagnostic`] pairs it with a [`hexview`](crate::render::hexview::build) window of the
+//! edits. [`FileDiagnostic`] pairs it with a [`sipllm_hexview`] window of the
 //! bytes around the offset and implements [`miette::Diagnostic`] by hand (not with the derive:
 //! zkat/miette#458 makes derived fields raise false `unused_assignments` warnings on Rust
 //! ≥ 1.93). [`Renderer`] draws it with miette's graphical handler, in color only when asked.
 
 use std::fmt;
 
-use miette::{
-    Diagnostic, GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource, SourceCode,
-};
+use miette::{Diagnostic, LabeledSpan, NamedSource, SourceCode};
 use sipllm_streaming::{Kind, ReadAt, StreamError};
 
 use crate::render::escape;
-use crate::render::hexview;
+use sipllm_hexview as hexview;
 
 /// How serious a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,7 +84,7 @@ impl Finding {
             path: escape::message(&f.path().to_string()).into_owned(),
             offset: Some(f.offset()),
             len: f.len(),
-            help: f.help().to_owned(),
+            help: crate::help::for_cli(f.code(), f.help()).into_owned(),
         }
     }
 
@@ -141,7 +139,7 @@ impl Finding {
             path: String::new(),
             offset: None,
             len: 0,
-            help: e.help().to_owned(),
+            help: crate::help::for_cli(e.code(), e.help()).into_owned(),
         }
     }
 
@@ -156,12 +154,15 @@ impl Finding {
 }
 
 /// A finding with its hex window: a [`miette::Diagnostic`].
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct FileDiagnostic {
     finding: Finding,
     source: Option<NamedSource<String>>,
     labels: Vec<LabeledSpan>,
     lines: usize,
+    /// The file's name (escaped) and the bytes around the finding, for laying the window out
+    /// again at another width.
+    excerpt: Option<(String, hexview::Excerpt)>,
 }
 
 impl FileDiagnostic {
@@ -173,24 +174,33 @@ impl FileDiagnostic {
         if finding.offset.is_none() && finding.path.is_empty() {
             finding.message = format!("{}: {}", escape::str(name), finding.message);
         }
-        let mut diag = FileDiagnostic { finding, source: None, labels: Vec::new(), lines: 0 };
+        let mut diag =
+            FileDiagnostic { finding, source: None, labels: Vec::new(), lines: 0, excerpt: None };
         let (Some(offset), Some(file)) = (diag.finding.offset, file) else { return diag };
         let len = diag.finding.len;
         let size = file.len();
-        let (first, last) = hexview::rows(offset, len, size);
-        let start = first.saturating_mul(hexview::ROW).min(size);
-        let end = last.saturating_add(1).saturating_mul(hexview::ROW).min(size);
-        let Ok(n) = usize::try_from(end - start) else { return diag };
+        // The bytes of the widest window (every narrower one is inside them).
+        let range = hexview::Excerpt::range(offset, len, size);
+        let Ok(n) = usize::try_from(range.end - range.start) else { return diag };
         let mut bytes = vec![0u8; n];
-        if file.read_exact_at(start, &mut bytes).is_err() {
+        if file.read_exact_at(range.start, &mut bytes).is_err() {
             return diag;
         }
-        let label = hexview::label(offset, len, size);
-        let window = hexview::build(&bytes, (first, last), offset, len, size, label);
-        diag.source = Some(NamedSource::new(escape::str(name), window.text));
-        diag.labels = window.labels;
-        diag.lines = window.lines;
-        diag
+        diag.excerpt =
+            Some((escape::str(name).into_owned(), hexview::Excerpt::new(bytes, offset, len, size)));
+        diag.lay_out(hexview::Layout::WIDE)
+    }
+
+    /// The same diagnostic with its hex window in `layout` (fewer bytes per row for a narrow
+    /// terminal).
+    pub fn lay_out(mut self, layout: hexview::Layout) -> FileDiagnostic {
+        if let Some((name, excerpt)) = &self.excerpt {
+            let window = excerpt.window(layout);
+            self.source = Some(NamedSource::new(name, window.text));
+            self.labels = window.labels;
+            self.lines = window.lines;
+        }
+        self
     }
 
     /// The finding.
@@ -246,25 +256,11 @@ pub struct Renderer {
 }
 
 impl Renderer {
-    /// The diagnostic as the terminal shows it (ends with a newline).
+    /// The diagnostic as the terminal shows it (ends with a newline), its hex window laid
+    /// out to fit the width.
     pub fn render(&self, diag: &FileDiagnostic) -> String {
-        let theme =
-            if self.color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
-        let handler = GraphicalReportHandler::new_themed(theme)
-            .with_width(self.width)
-            .with_links(false)
-            .with_wrap_lines(true)
-            .with_break_words(false)
-            // Line numbers of the hex window mean nothing; the labels carry offsets.
-            .without_primary_span_start()
-            // Every line of the window is shown: it was built to the size wanted.
-            .with_context_lines(diag.lines.max(1));
-        let mut out = String::new();
-        if handler.render_report(&mut out, diag).is_err() {
-            // The handler only fails on a broken `fmt::Write`, which a `String` is not; keep
-            // the message in any case.
-            out = format!("{}: {}\n", diag.finding.code, diag);
-        }
-        out
+        let size = diag.excerpt.as_ref().map_or(0, |(_, e)| e.file_size());
+        let diag = diag.clone().lay_out(hexview::Layout::fit(self.width, size));
+        hexview::Renderer { color: self.color, width: self.width }.render_any(&diag, diag.lines)
     }
 }

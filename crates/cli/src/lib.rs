@@ -10,9 +10,10 @@
 //! | [`open`] | the one function every command opens files through, and the bundled sample |
 //! | [`view`] | a format-neutral view of a parsed header (GGUF or `.llmw`) |
 //! | [`diagnostic`] | findings as miette diagnostics over a hex view of the file |
-//! | [`render`] | escaping, the hex window, value abbreviation, tables, JSON |
+//! | [`render`] | escaping, value abbreviation, tables, JSON (the hex window: `sipllm-hexview`) |
 //! | [`commands`] | one module per command |
 //! | [`glob`] | the `--filter` matcher |
+//! | [`help`] | help texts naming CLI flags for the codes whose library help names an API |
 //! | [`values`] | the `edit` value syntax (`KEY=TYPE:VALUE`, arrays) |
 //!
 //! Invariants: nothing read from a file reaches the terminal unescaped
@@ -32,6 +33,7 @@ pub mod cli;
 pub mod commands;
 pub mod diagnostic;
 pub mod glob;
+pub mod help;
 pub mod open;
 pub mod render;
 pub mod values;
@@ -86,10 +88,15 @@ impl Ctx {
             ColorChoice::Never => false,
             ColorChoice::Auto => tty && !no_color,
         };
-        let width = if stdout_is_tty || stderr_is_tty {
-            terminal_size::terminal_size().map_or(DEFAULT_WIDTH, |(w, _)| usize::from(w.0))
-        } else {
-            DEFAULT_WIDTH
+        // `COLUMNS` (when set to a number) wins, as in most tools that wrap: it is how a user
+        // or a test asks for another width.
+        let columns = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok());
+        let width = match columns {
+            Some(w) => w,
+            None if stdout_is_tty || stderr_is_tty => {
+                terminal_size::terminal_size().map_or(DEFAULT_WIDTH, |(w, _)| usize::from(w.0))
+            }
+            None => DEFAULT_WIDTH,
         };
         Ctx {
             color_stdout: decide(stdout_is_tty),
@@ -137,10 +144,38 @@ where
     match result {
         Ok(exit) => exit.into(),
         // The reader of our output went away (`sipllm inspect big.gguf | head`): not an error.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Exit::Ok.into(),
+        Err(e) if is_broken_pipe(&e) => Exit::Ok.into(),
         Err(e) => {
             let _ = writeln!(io::stderr(), "sipllm: cannot write the output: {e}");
             Exit::Trouble.into()
+        }
+    }
+}
+
+/// True when `e` is, or wraps (a serializer's error carried in an `io::Error`), a write to a
+/// pipe whose reader went away: every command's output errors reach [`run`], which ends such a
+/// run quietly with exit 0 whatever wrapped the error on the way.
+pub fn is_broken_pipe(e: &io::Error) -> bool {
+    let mut current: &(dyn std::error::Error + 'static) = e;
+    loop {
+        if let Some(io) = current.downcast_ref::<io::Error>() {
+            if io.kind() == io::ErrorKind::BrokenPipe {
+                return true;
+            }
+            // `io::Error::other(inner)`: look at what it carries.
+            if let Some(inner) = io.get_ref() {
+                current = inner;
+                continue;
+            }
+        }
+        if current.downcast_ref::<serde_json::Error>().and_then(serde_json::Error::io_error_kind)
+            == Some(io::ErrorKind::BrokenPipe)
+        {
+            return true;
+        }
+        match current.source() {
+            Some(next) => current = next,
+            None => return false,
         }
     }
 }

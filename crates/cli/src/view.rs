@@ -10,8 +10,8 @@ use sipllm_gguf::{GgmlType, MetaValue, ValueType, value::ArrayView};
 use sipllm_llmw::{Numbers, StrArray};
 
 use sipllm_gguf::Gguf;
-use sipllm_streaming::HeaderBytes;
-use sipllm_streaming::SplitFile;
+use sipllm_streaming::config::{ConfigError, ModelConfig};
+use sipllm_streaming::{HeaderBytes, Meta, SplitFile};
 
 use crate::open::{Format, Opened};
 
@@ -165,6 +165,17 @@ impl<'a> Arr<'a> {
             Items::I64(a) => Box::new(a.iter().map(move |v| Val::Int(int64, v.into()))),
             Items::F64(a) => Box::new(a.iter().map(Val::F64)),
             Items::Str(a) => Box::new(a.iter().map(|s| Val::Str(s.as_bytes()))),
+        }
+    }
+
+    /// The element bytes exactly as stored (after the element type and count; strings with
+    /// their length prefixes): what `payload_sha256` hashes.
+    pub fn payload(&self) -> &'a [u8] {
+        match self.items {
+            Items::Gguf(a) => a.payload(),
+            Items::I64(a) => a.payload(),
+            Items::F64(a) => a.payload(),
+            Items::Str(a) => a.payload(),
         }
     }
 
@@ -407,6 +418,64 @@ impl<'a> View<'a> {
     /// The value under `key` (the last one, if a lenient parse kept duplicates).
     pub fn get(&self, key: &str) -> Option<&Val<'a>> {
         self.entries.iter().rev().find(|e| e.key == key.as_bytes()).map(|e| &e.value)
+    }
+}
+
+/// Parameters and stored bytes of a group of tensors.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Weights {
+    /// Number of tensors.
+    pub tensors: u64,
+    /// Sum of the element counts.
+    pub params: u64,
+    /// Sum of the stored byte sizes (of the tensors whose size is known).
+    pub bytes: u64,
+    /// Tensors of a type of unknown size (lenient profile): `bytes` is then a lower bound.
+    pub unknown_size: u64,
+}
+
+impl Weights {
+    /// Stored bits per parameter, when every size is known and there are parameters.
+    pub fn bits_per_weight(&self) -> Option<f64> {
+        (self.params > 0 && self.unknown_size == 0)
+            .then(|| self.bytes as f64 * 8.0 / self.params as f64)
+    }
+
+    fn add(&mut self, t: &TensorRow<'_>) {
+        self.tensors += 1;
+        self.params = self.params.saturating_add(t.elements().unwrap_or(0));
+        match t.nbytes {
+            Some(n) => self.bytes = self.bytes.saturating_add(n),
+            None => self.unknown_size += 1,
+        }
+    }
+}
+
+/// The weights of `tensors` in total and per ggml type (in type-code order).
+pub fn weights<'t>(
+    tensors: impl IntoIterator<Item = &'t TensorRow<'t>>,
+) -> (Weights, Vec<(GgmlType, Weights)>) {
+    let mut total = Weights::default();
+    let mut by_type: std::collections::BTreeMap<u32, (GgmlType, Weights)> = Default::default();
+    for t in tensors {
+        total.add(t);
+        by_type.entry(t.ggml_type.code()).or_insert((t.ggml_type, Weights::default())).1.add(t);
+    }
+    (total, by_type.into_values().collect())
+}
+
+/// The model's [`ModelConfig`], read leniently (what can be read, and every problem), through
+/// the weight source or from a header parsed without one.
+pub fn config(opened: &Opened) -> (ModelConfig, Vec<ConfigError>) {
+    if let Some(source) = opened.source() {
+        return ModelConfig::from_source_lenient(source);
+    }
+    match opened.gguf() {
+        Some(g) => ModelConfig::from_metadata_lenient(
+            |key| g.get_entry(key).map(|e| Meta::from_gguf(e.key, e.value)),
+            g.tensor_infos().iter().map(|t| t.ggml_type()),
+        ),
+        None => ModelConfig::from_metadata_lenient(|_| None, []),
     }
 }
 

@@ -18,6 +18,8 @@
 //!   weight source.
 //! * [`lock`] is the advisory-lock protocol between readers (shared, taken by every
 //!   [`FileBacking::open`]) and the in-place header writer (exclusive).
+//! * [`config::ModelConfig`] reads the well-known hyperparameters (architecture-prefixed
+//!   keys, per-layer values normalised, llama.cpp's quantization label) through the seam.
 //! * [`ReadAt`] is a positional byte source (offsets, no seek): [`FileBacking`] (pread by
 //!   default, mmap opt-in, `fadvise`/`madvise` readahead) and [`MemSource`].
 //! * [`StreamError`] keeps either parser's error intact and adds I/O context (path, offset,
@@ -91,6 +93,7 @@
 
 mod backing;
 mod bounds;
+pub mod config;
 mod error;
 #[cfg(feature = "file")]
 mod file;

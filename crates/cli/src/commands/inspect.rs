@@ -1,20 +1,20 @@
 //! `sipllm inspect [FILE]`: the summary, the metadata table and the tensor table, or the
 //! `--json` document.
 
-use std::collections::BTreeMap;
 use std::io::{self, BufWriter, Write};
 
-use sipllm_gguf::GgmlType;
+use sipllm_gguf::ftype::Quantization;
+use sipllm_streaming::config::{ConfigError, ModelConfig, PerLayer, SlidingWindowPattern};
 
 use crate::cli::InspectArgs;
 use crate::commands::{compile_filter, keep, open_or_report, report_open_error};
 use crate::glob::Glob;
 use crate::open::{Format, SAMPLE_NAME, open_sample};
 use crate::render::escape;
-use crate::render::json::{InspectDoc, write_line};
+use crate::render::json::{ArrayMode, InspectDoc, write_line};
 use crate::render::table::{Align, Table};
 use crate::render::value::{Budget, group, human_bytes, human_count, one_line, type_name};
-use crate::view::{SetView, TensorRow, Val, View};
+use crate::view::{SetView, TensorRow, Val, View, Weights, weights};
 use crate::{Ctx, Exit};
 
 /// Runs `inspect`.
@@ -36,6 +36,7 @@ pub fn run(args: &InspectArgs, ctx: &Ctx) -> io::Result<Exit> {
         },
     };
     let view = View::of(&opened);
+    let config = crate::view::config(&opened);
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     if args.file.is_none() {
@@ -53,11 +54,17 @@ pub fn run(args: &InspectArgs, ctx: &Ctx) -> io::Result<Exit> {
     let entries: Vec<_> = view.entries.iter().filter(|e| keep(filter.as_ref(), e.key)).collect();
     let tensors: Vec<_> = view.tensors.iter().filter(|t| keep(filter.as_ref(), t.name)).collect();
     if args.json {
-        let doc = InspectDoc::new(&view, entries, (!args.no_tensors).then_some(tensors));
+        let arrays = match (args.no_arrays, args.array_limit) {
+            (true, _) => ArrayMode::Limit(0),
+            (false, Some(n)) => ArrayMode::Limit(n),
+            (false, None) => ArrayMode::Full,
+        };
+        let tensors = (!args.no_tensors).then_some(tensors);
+        let doc = InspectDoc::new(&view, &config, entries, tensors, arrays);
         write_line(&mut out, &doc)?;
     } else {
         let budget = if args.full { Budget::FULL } else { Budget::SHORT };
-        summary(&mut out, opened.name(), &view)?;
+        summary(&mut out, opened.name(), &view, &config, budget)?;
         metadata(&mut out, &view, &entries, filter.as_ref(), budget)?;
         if !args.no_tensors {
             tensor_section(&mut out, &view, &tensors, filter.as_ref())?;
@@ -68,24 +75,13 @@ pub fn run(args: &InspectArgs, ctx: &Ctx) -> io::Result<Exit> {
     Ok(Exit::Ok)
 }
 
-/// The well-known hyperparameters: label and key (`{arch}` is the architecture).
-const HYPERPARAMETERS: [(&str, &str); 13] = [
-    ("context length", "{arch}.context_length"),
-    ("embedding length", "{arch}.embedding_length"),
-    ("feed-forward length", "{arch}.feed_forward_length"),
-    ("blocks", "{arch}.block_count"),
-    ("attention heads", "{arch}.attention.head_count"),
-    ("KV heads", "{arch}.attention.head_count_kv"),
-    ("key length", "{arch}.attention.key_length"),
-    ("rope dimensions", "{arch}.rope.dimension_count"),
-    ("rope frequency base", "{arch}.rope.freq_base"),
-    ("RMS norm epsilon", "{arch}.attention.layer_norm_rms_epsilon"),
-    ("norm epsilon", "{arch}.attention.layer_norm_epsilon"),
-    ("experts", "{arch}.expert_count"),
-    ("experts used", "{arch}.expert_used_count"),
-];
-
-fn summary(out: &mut dyn Write, name: &str, view: &View<'_>) -> io::Result<()> {
+fn summary(
+    out: &mut dyn Write,
+    name: &str,
+    view: &View<'_>,
+    (config, problems): &(ModelConfig, Vec<ConfigError>),
+    budget: Budget,
+) -> io::Result<()> {
     let s = &view.summary;
     let format = match s.format {
         Format::Gguf => "GGUF",
@@ -112,38 +108,37 @@ fn summary(out: &mut dyn Write, name: &str, view: &View<'_>) -> io::Result<()> {
             row.1 = format!("{} in {n} files", group(s.tensor_count));
         }
     }
-    let arch = view.get("general.architecture").and_then(Val::as_str);
     for (label, key) in [("architecture", "general.architecture"), ("name", "general.name")] {
         if let Some(v) = view.get(key) {
             rows.push((label, short(v)));
         }
+    }
+    if let Some(label) = file_type_label(config.quantization) {
+        rows.push(("file type", label));
     }
     write_pairs(out, &rows, "")?;
     if let Some(set) = &view.split {
         set_files(out, set)?;
     }
 
-    let mut hyper: Vec<(&str, String)> = Vec::new();
-    if let Some(arch) = arch {
-        for (label, key) in HYPERPARAMETERS {
-            if let Some(v) = view.get(&key.replace("{arch}", arch)) {
-                hyper.push((label, short(v)));
-            }
-        }
+    let mut hyper = hyperparameters(config, budget);
+    // What llama.cpp would refuse the file for: the required keys missing, in one row.
+    let missing: Vec<String> = problems
+        .iter()
+        .filter(|e| matches!(e, ConfigError::Missing { .. }))
+        .map(|e| escape::name(e.key().as_bytes()).into_owned())
+        .collect();
+    if !missing.is_empty() {
+        hyper.push(("missing", format!("{} (llama.cpp requires them)", missing.join(", "))));
     }
-    let vocab = match view.get("tokenizer.ggml.tokens") {
-        Some(Val::Array(a)) => Some(a.len),
-        _ => arch.and_then(|a| view.get(&format!("{a}.vocab_size"))).and_then(Val::as_u64),
-    };
-    if let Some(n) = vocab {
-        hyper.push(("vocabulary size", group(n)));
-    }
-    if let Some(v) = view.get("tokenizer.ggml.model") {
-        hyper.push(("tokenizer", short(v)));
-    }
-    if !hyper.is_empty() {
+    if !hyper.is_empty() || !problems.is_empty() {
         writeln!(out, "\nhyperparameters")?;
         write_pairs(out, &hyper, "  ")?;
+        // A value of the wrong type or range: its field is left out above.
+        for e in problems.iter().filter(|e| !matches!(e, ConfigError::Missing { .. })) {
+            let message = escape::message(&e.to_string()).into_owned();
+            writeln!(out, "  note: {message} ({})", e.code())?;
+        }
     }
 
     if !view.tensors.is_empty() {
@@ -207,35 +202,9 @@ fn write_pairs(out: &mut dyn Write, rows: &[(&str, String)], indent: &str) -> io
 
 /// Total parameters, bytes per ggml type and bits per weight.
 fn parameters(out: &mut dyn Write, tensors: &[TensorRow<'_>]) -> io::Result<()> {
-    #[derive(Default)]
-    struct Acc {
-        tensors: u64,
-        params: u64,
-        bytes: u64,
-        unknown_size: u64,
-    }
-    let mut by_type: BTreeMap<u32, (GgmlType, Acc)> = BTreeMap::new();
-    let mut total = Acc::default();
-    for t in tensors {
-        let elements = t.elements().unwrap_or(0);
-        let slot =
-            &mut by_type.entry(t.ggml_type.code()).or_insert((t.ggml_type, Acc::default())).1;
-        for acc in [slot, &mut total] {
-            acc.tensors += 1;
-            acc.params = acc.params.saturating_add(elements);
-            match t.nbytes {
-                Some(n) => acc.bytes = acc.bytes.saturating_add(n),
-                None => acc.unknown_size += 1,
-            }
-        }
-    }
-    let bpw = |a: &Acc| {
-        if a.params == 0 || a.unknown_size > 0 {
-            "-".to_owned()
-        } else {
-            format!("{:.2}", a.bytes as f64 * 8.0 / a.params as f64)
-        }
-    };
+    let (total, by_type) = weights(tensors);
+    let bpw =
+        |w: &Weights| w.bits_per_weight().map_or_else(|| "-".to_owned(), |b| format!("{b:.2}"));
     let mut pairs = vec![("parameters", group(total.params))];
     if total.params >= 100_000 {
         pairs[0].1 = format!("{} ({})", group(total.params), human_count(total.params));
@@ -254,18 +223,121 @@ fn parameters(out: &mut dyn Write, tensors: &[TensorRow<'_>]) -> io::Result<()> 
         ("size", Align::Right),
         ("bits/weight", Align::Right),
     ]);
-    for (ty, acc) in by_type.values() {
-        let bytes = if acc.unknown_size > 0 { "unknown".to_owned() } else { group(acc.bytes) };
+    for (ty, w) in &by_type {
+        let bytes = if w.unknown_size > 0 { "unknown".to_owned() } else { group(w.bytes) };
         table.row(vec![
             type_name(*ty),
-            group(acc.tensors),
-            group(acc.params),
+            group(w.tensors),
+            group(w.params),
             bytes,
-            human_bytes(acc.bytes),
-            bpw(acc),
+            human_bytes(w.bytes),
+            bpw(w),
         ]);
     }
     table.write(out, "  ")
+}
+
+/// `Q4_K_M (general.file_type 15)`, `Q8_0 (guessed from the tensor types: …)`, or nothing.
+fn file_type_label(q: Quantization) -> Option<String> {
+    Some(match q {
+        Quantization::Declared { code, file_type: Some(row) } if row.removed => {
+            format!("{}, retired by llama.cpp (general.file_type {code})", row.name)
+        }
+        Quantization::Declared { code, file_type: Some(row) } => {
+            format!("{} (general.file_type {code})", row.name)
+        }
+        Quantization::Declared { code, file_type: None } => {
+            format!("unknown (general.file_type {code})")
+        }
+        Quantization::Guessed(row) => {
+            format!("{} (guessed from the tensor types: no general.file_type)", row.name)
+        }
+        Quantization::Unknown => return None,
+    })
+}
+
+/// The hyperparameters block: label and text, in a fixed order, the present ones only.
+fn hyperparameters(c: &ModelConfig, budget: Budget) -> Vec<(&'static str, String)> {
+    let int = |v: Option<u64>| v.map(|v| v.to_string());
+    let layered = |v: &Option<PerLayer<u64>>| v.as_ref().map(|v| per_layer_text(v, budget));
+    let scaling = match (&c.rope.scaling_type, c.rope.scaling_factor) {
+        (Some(t), Some(f)) => Some(format!("{}, factor {}", escape::str(t), float_text(f))),
+        (Some(t), None) => Some(escape::str(t).into_owned()),
+        (None, Some(f)) => Some(format!("factor {}", float_text(f))),
+        (None, None) => None,
+    };
+    let rows = [
+        ("context length", int(c.context_length)),
+        ("embedding length", int(c.embedding_length)),
+        ("feed-forward length", layered(&c.feed_forward_length)),
+        ("blocks", int(c.block_count)),
+        ("attention heads", layered(&c.head_count)),
+        ("KV heads", layered(&c.head_count_kv)),
+        ("key length", int(c.key_length)),
+        ("value length", int(c.value_length)),
+        ("rope dimensions", int(c.rope.dimension_count)),
+        ("rope frequency base", c.rope.freq_base.map(float_text)),
+        ("rope scaling", scaling),
+        ("rope original context", int(c.rope.original_context_length)),
+        ("RMS norm epsilon", c.layer_norm_rms_epsilon.map(float_text)),
+        ("norm epsilon", c.layer_norm_epsilon.map(float_text)),
+        ("sliding window", int(c.sliding_window)),
+        (
+            "sliding-window layers",
+            c.sliding_window_pattern.as_ref().map(|p| pattern_text(p, budget)),
+        ),
+        ("experts", int(c.expert_count)),
+        ("experts used", int(c.expert_used_count)),
+        ("vocabulary size", c.vocab_size.map(group)),
+        ("tokenizer", c.tokenizer.as_deref().map(|t| escape::str(t).into_owned())),
+    ];
+    rows.into_iter().filter_map(|(label, v)| Some((label, v?))).collect()
+}
+
+/// Values per layer shown before `…` without `--full`.
+const LAYERS_SHOWN: usize = 16;
+
+/// `8`, or `1–4 per layer: 1, 1, 4, …`.
+fn per_layer_text(v: &PerLayer<u64>, budget: Budget) -> String {
+    let Some(layers) = v.layers() else { return v.max().to_string() };
+    if let Some(u) = v.uniform() {
+        return format!("{u} in every layer");
+    }
+    let min = layers.iter().min().copied().unwrap_or_default();
+    let shown = if budget == Budget::FULL { layers.len() } else { LAYERS_SHOWN };
+    let mut list: Vec<String> = layers.iter().take(shown).map(u64::to_string).collect();
+    if layers.len() > shown {
+        list.push("…".to_owned());
+    }
+    format!("{min}–{} per layer: {}", v.max(), list.join(", "))
+}
+
+/// `5 of every 6 (the 6th full attention)`, or the per-layer flags `SSSSSF…`.
+fn pattern_text(p: &SlidingWindowPattern, budget: Budget) -> String {
+    match p {
+        SlidingWindowPattern::Period(0) => "every layer".to_owned(),
+        SlidingWindowPattern::Period(1) => "none".to_owned(),
+        SlidingWindowPattern::Period(n) => {
+            format!("{} of every {n} (pattern {}F)", n - 1, "S".repeat((n - 1).min(64) as usize))
+        }
+        SlidingWindowPattern::Layers(flags) => {
+            let sliding = flags.iter().filter(|&&f| f).count();
+            let shown = if budget == Budget::FULL { flags.len() } else { 4 * LAYERS_SHOWN };
+            let mut text: String =
+                flags.iter().take(shown).map(|&f| if f { 'S' } else { 'F' }).collect();
+            if flags.len() > shown {
+                text.push('…');
+            }
+            format!("{sliding} of {} ({text}; S sliding, F full)", flags.len())
+        }
+    }
+}
+
+/// A float as stored: a `FLOAT32` (widened exactly) in its own shortest form (`1e-5`, not
+/// `9.999999747378752e-6`).
+fn float_text(x: f64) -> String {
+    let narrow = x as f32;
+    if f64::from(narrow) == x || x.is_nan() { format!("{narrow:?}") } else { format!("{x:?}") }
 }
 
 fn heading(

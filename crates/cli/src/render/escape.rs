@@ -103,8 +103,8 @@ pub fn quoted(bytes: &[u8]) -> String {
 /// `max_chars` characters. Returns true when it stopped early (the text was cut).
 pub fn push(out: &mut String, bytes: &[u8], style: Style, max_chars: usize) -> bool {
     let mut written = 0usize;
-    let mut emit = |out: &mut String, piece: &str| -> bool {
-        let n = piece.chars().count();
+    // Appends `piece` unless it would pass `max_chars`; `n`: its characters.
+    let mut emit = |out: &mut String, piece: &str, n: usize| -> bool {
         if written.saturating_add(n) > max_chars {
             return false;
         }
@@ -113,25 +113,36 @@ pub fn push(out: &mut String, bytes: &[u8], style: Style, max_chars: usize) -> b
         true
     };
     for chunk in bytes.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            let mut buf = [0u8; 4];
-            let esc: Cow<'_, str> = match c {
-                '\n' => "\\n".into(),
-                '\r' => "\\r".into(),
-                '\t' => "\\t".into(),
-                '"' if style == Style::Quoted => "\\\"".into(),
-                '\\' if style != Style::Message => "\\\\".into(),
-                c if is_unsafe_char(c) => format!("\\u{{{:x}}}", c as u32).into(),
-                c => Cow::Borrowed(&*c.encode_utf8(&mut buf)),
-            };
-            if !emit(out, &esc) {
-                return true;
+        let valid = chunk.valid();
+        // Most text needs no escape: copy it whole (linear, one pass to check, one to count).
+        // Every escaped character has one of these bytes in its UTF-8 encoding: C0 controls,
+        // `"`, `\`, DEL, and the lead bytes of the ranges `is_unsafe_char` covers (U+0080–U+00BF,
+        // U+0600–U+063F, U+2000–U+2FFF, U+F000–U+FFFF).
+        let plain = !valid
+            .bytes()
+            .any(|b| b < 0x20 || matches!(b, b'"' | b'\\' | 0x7f | 0xc2 | 0xd8 | 0xe2 | 0xef));
+        let whole = plain && emit(out, valid, valid.bytes().filter(|&b| b & 0xc0 != 0x80).count());
+        if !whole {
+            for c in valid.chars() {
+                let mut buf = [0u8; 4];
+                let esc: Cow<'_, str> = match c {
+                    '\n' => "\\n".into(),
+                    '\r' => "\\r".into(),
+                    '\t' => "\\t".into(),
+                    '"' if style == Style::Quoted => "\\\"".into(),
+                    '\\' if style != Style::Message => "\\\\".into(),
+                    c if is_unsafe_char(c) => format!("\\u{{{:x}}}", c as u32).into(),
+                    c => Cow::Borrowed(&*c.encode_utf8(&mut buf)),
+                };
+                if !emit(out, &esc, esc.chars().count()) {
+                    return true;
+                }
             }
         }
         for b in chunk.invalid() {
             let mut esc = String::with_capacity(4);
             let _ = write!(esc, "\\x{b:02x}");
-            if !emit(out, &esc) {
+            if !emit(out, &esc, 4) {
                 return true;
             }
         }
@@ -142,6 +153,31 @@ pub fn push(out: &mut String, bytes: &[u8], style: Style, max_chars: usize) -> b
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The whole-chunk fast path of `push` misses no character the slow path escapes.
+    #[test]
+    fn the_fast_path_escapes_what_the_slow_path_does() {
+        for c in (0..=0x10ffffu32).filter_map(char::from_u32) {
+            let s = format!("ab{c}cd");
+            for style in [Style::Bare, Style::Quoted, Style::Message] {
+                let mut fast = String::new();
+                push(&mut fast, s.as_bytes(), style, usize::MAX);
+                let escaped = fast != s;
+                let needs = is_unsafe_char(c)
+                    || matches!(c, '\n' | '\r' | '\t')
+                    || (c == '"' && style == Style::Quoted)
+                    || (c == '\\' && style != Style::Message);
+                assert_eq!(escaped, needs, "U+{:04X} {style:?}: {fast}", c as u32);
+            }
+        }
+        // Cut after a number of characters, multi-byte ones counted once.
+        let mut out = String::new();
+        assert!(push(&mut out, "ĠĠĠĠ".as_bytes(), Style::Bare, 3));
+        assert_eq!(out, "ĠĠĠ");
+        let mut out = String::new();
+        assert!(!push(&mut out, b"ok\xffz", Style::Bare, 10));
+        assert_eq!(out, "ok\\xffz");
+    }
 
     #[test]
     fn plain_text_is_borrowed() {

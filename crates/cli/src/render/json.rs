@@ -11,8 +11,11 @@ use std::io;
 use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
+use sha2::{Digest, Sha256};
+use sipllm_streaming::config::{ConfigError, ModelConfig, PerLayer, SlidingWindowPattern};
+
 use crate::render::escape::is_unsafe_char;
-use crate::view::{Entry, SetFile, TensorRow, Val, View, WarningRow};
+use crate::view::{Arr, Entry, SetFile, TensorRow, Val, View, WarningRow, weights};
 
 /// A serde_json formatter that writes compact JSON and additionally escapes, as `\uXXXX`, the
 /// characters JSON allows raw but a terminal would act on (DEL, C1 controls, bidi overrides,
@@ -46,13 +49,29 @@ impl serde_json::ser::Formatter for SafeFormatter {
 /// Writes `value` as one line of compact JSON to `out`.
 pub fn write_line<W: io::Write, T: Serialize + ?Sized>(out: &mut W, value: &T) -> io::Result<()> {
     let mut ser = serde_json::Serializer::with_formatter(&mut *out, SafeFormatter);
-    value.serialize(&mut ser).map_err(io::Error::other)?;
+    // serde_json hands back the writer's own `io::Error` (a closed pipe stays `BrokenPipe`).
+    value.serialize(&mut ser).map_err(io::Error::from)?;
     out.write_all(b"\n")
+}
+
+/// The version of the `inspect --json` schema (docs/cli.md): raised whenever a field is
+/// added, so a script can tell which fields to expect. 1 was the schema without this field.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// How `inspect --json` writes array values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArrayMode {
+    /// Every element (the default).
+    Full,
+    /// At most this many elements (`--array-limit N`; `--no-arrays` is 0), with the array's
+    /// `payload_sha256` and, when elements were left out, `"truncated": true`.
+    Limit(u64),
 }
 
 /// The `inspect --json` document.
 #[derive(Debug, Serialize)]
 pub struct InspectDoc<'v, 'a> {
+    schema_version: u32,
     format: &'static str,
     version: u32,
     endian: &'static str,
@@ -63,6 +82,7 @@ pub struct InspectDoc<'v, 'a> {
     tensor_count: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     split: Option<SplitDoc<'v>>,
+    summary: SummaryDoc<'v>,
     metadata: Metadata<'v, 'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tensors: Option<Vec<TensorDoc<'v, 'a>>>,
@@ -74,11 +94,14 @@ impl<'v, 'a> InspectDoc<'v, 'a> {
     /// `--filter`); `tensors` is `None` for `--no-tensors`.
     pub fn new(
         view: &'v View<'a>,
+        config: &'v (ModelConfig, Vec<ConfigError>),
         entries: Vec<&'v Entry<'a>>,
         tensors: Option<Vec<&'v TensorRow<'a>>>,
+        arrays: ArrayMode,
     ) -> InspectDoc<'v, 'a> {
         let s = &view.summary;
         InspectDoc {
+            schema_version: SCHEMA_VERSION,
             format: s.format.name(),
             version: s.version,
             endian: s.endian,
@@ -92,7 +115,8 @@ impl<'v, 'a> InspectDoc<'v, 'a> {
                 tensors_count: set.declared_tensors,
                 files: set.files.iter().map(SetFileDoc).collect(),
             }),
-            metadata: Metadata(entries),
+            summary: SummaryDoc::new(view, config),
+            metadata: Metadata(entries, arrays),
             tensors: tensors.map(|ts| ts.into_iter().map(TensorDoc).collect()),
             warnings: view.warnings.iter().map(WarningDoc).collect(),
         }
@@ -100,7 +124,7 @@ impl<'v, 'a> InspectDoc<'v, 'a> {
 }
 
 #[derive(Debug)]
-struct Metadata<'v, 'a>(Vec<&'v Entry<'a>>);
+struct Metadata<'v, 'a>(Vec<&'v Entry<'a>>, ArrayMode);
 
 /// `"split"`: a split set's shard count, `split.tensors.count`, and files.
 #[derive(Debug, Serialize)]
@@ -127,14 +151,14 @@ impl Serialize for Metadata<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut seq = s.serialize_seq(Some(self.0.len()))?;
         for e in &self.0 {
-            seq.serialize_element(&EntryDoc(e))?;
+            seq.serialize_element(&EntryDoc(e, self.1))?;
         }
         seq.end()
     }
 }
 
 #[derive(Debug)]
-struct EntryDoc<'v, 'a>(&'v Entry<'a>);
+struct EntryDoc<'v, 'a>(&'v Entry<'a>, ArrayMode);
 
 impl Serialize for EntryDoc<'_, '_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -142,12 +166,202 @@ impl Serialize for EntryDoc<'_, '_> {
         let mut map = s.serialize_map(None)?;
         map.serialize_entry("key", &Bytes(e.key))?;
         map.serialize_entry("type", e.value.type_name())?;
-        if let Val::Array(a) = &e.value {
-            map.serialize_entry("array_type", a.elem_type)?;
-            map.serialize_entry("len", &a.len)?;
+        let Val::Array(a) = &e.value else {
+            map.serialize_entry("value", &ValDoc(e.value))?;
+            return map.end();
+        };
+        map.serialize_entry("array_type", a.elem_type)?;
+        map.serialize_entry("len", &a.len)?;
+        match self.1 {
+            ArrayMode::Full => map.serialize_entry("value", &ValDoc(e.value))?,
+            ArrayMode::Limit(n) => {
+                map.serialize_entry("payload_sha256", &hex(&Sha256::digest(a.payload())))?;
+                if n > 0 {
+                    map.serialize_entry("value", &Limited(*a, n))?;
+                }
+                map.serialize_entry("truncated", &(a.len > n))?;
+            }
         }
-        map.serialize_entry("value", &ValDoc(e.value))?;
         map.end()
+    }
+}
+
+/// The first `.1` elements of an array (nested arrays cut the same way).
+#[derive(Debug)]
+struct Limited<'a>(Arr<'a>, u64);
+
+impl Serialize for Limited<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let Limited(a, n) = *self;
+        let shown = a.len.min(n);
+        let mut seq = s.serialize_seq(usize::try_from(shown).ok())?;
+        for item in a.iter().take(usize::try_from(shown).unwrap_or(usize::MAX)) {
+            match item {
+                Val::Array(inner) => seq.serialize_element(&Limited(inner, n))?,
+                other => seq.serialize_element(&ValDoc(other))?,
+            }
+        }
+        seq.end()
+    }
+}
+
+/// `"summary"`: what a script would otherwise recompute from the metadata and tensors.
+#[derive(Debug, Serialize)]
+struct SummaryDoc<'v> {
+    architecture: Option<&'v str>,
+    known_architecture: bool,
+    name: Option<&'v str>,
+    file_type: Option<u64>,
+    quantization: QuantizationDoc,
+    hyperparameters: HyperDoc<'v>,
+    /// Missing required keys and mistyped values (those fields are `null`).
+    config_errors: Vec<ConfigErrorDoc>,
+    parameters: u64,
+    /// Stored bytes of every tensor (`null` when a type has no known size).
+    bytes: Option<u64>,
+    bits_per_weight: Option<f64>,
+    types: Vec<TypeDoc>,
+}
+
+impl<'v> SummaryDoc<'v> {
+    fn new(view: &View<'_>, (c, problems): &'v (ModelConfig, Vec<ConfigError>)) -> SummaryDoc<'v> {
+        let (total, by_type) = weights(&view.tensors);
+        SummaryDoc {
+            architecture: (!c.architecture.is_empty()).then_some(c.architecture.as_str()),
+            known_architecture: c.known_architecture,
+            name: c.name.as_deref(),
+            file_type: c.file_type,
+            quantization: QuantizationDoc {
+                label: c.quantization.name(),
+                guessed: c.quantization.is_guess(),
+            },
+            hyperparameters: HyperDoc(c),
+            config_errors: problems
+                .iter()
+                .map(|e| ConfigErrorDoc {
+                    code: e.code(),
+                    key: e.key().to_owned(),
+                    message: e.to_string(),
+                })
+                .collect(),
+            parameters: total.params,
+            bytes: (total.unknown_size == 0).then_some(total.bytes),
+            bits_per_weight: total.bits_per_weight(),
+            types: by_type
+                .iter()
+                .map(|(ty, w)| TypeDoc {
+                    ggml_type: crate::render::value::type_name(*ty),
+                    tensors: w.tensors,
+                    parameters: w.params,
+                    bytes: (w.unknown_size == 0).then_some(w.bytes),
+                    bits_per_weight: w.bits_per_weight(),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct QuantizationDoc {
+    /// llama.cpp's name (`Q4_K_M`); `null` for a file type llama.cpp never named.
+    label: Option<&'static str>,
+    /// True when guessed from the tensor types (no `general.file_type`).
+    guessed: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct ConfigErrorDoc {
+    code: &'static str,
+    key: String,
+    message: String,
+}
+
+#[derive(Debug, Serialize)]
+struct TypeDoc {
+    ggml_type: String,
+    tensors: u64,
+    parameters: u64,
+    bytes: Option<u64>,
+    bits_per_weight: Option<f64>,
+}
+
+/// The [`ModelConfig`] fields: absent keys as `null`, per-layer values as a number (uniform)
+/// or a list (one per layer).
+#[derive(Debug)]
+struct HyperDoc<'v>(&'v ModelConfig);
+
+impl Serialize for HyperDoc<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let c = self.0;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("context_length", &c.context_length)?;
+        map.serialize_entry("embedding_length", &c.embedding_length)?;
+        map.serialize_entry("block_count", &c.block_count)?;
+        map.serialize_entry("feed_forward_length", &c.feed_forward_length.as_ref().map(Layered))?;
+        map.serialize_entry("head_count", &c.head_count.as_ref().map(Layered))?;
+        map.serialize_entry("head_count_kv", &c.head_count_kv.as_ref().map(Layered))?;
+        map.serialize_entry("key_length", &c.key_length)?;
+        map.serialize_entry("value_length", &c.value_length)?;
+        map.serialize_entry("expert_count", &c.expert_count)?;
+        map.serialize_entry("expert_used_count", &c.expert_used_count)?;
+        map.serialize_entry("rope_freq_base", &c.rope.freq_base.map(Float))?;
+        map.serialize_entry("rope_dimension_count", &c.rope.dimension_count)?;
+        map.serialize_entry("rope_scaling_type", &c.rope.scaling_type)?;
+        map.serialize_entry("rope_scaling_factor", &c.rope.scaling_factor.map(Float))?;
+        map.serialize_entry(
+            "rope_scaling_original_context_length",
+            &c.rope.original_context_length,
+        )?;
+        map.serialize_entry("layer_norm_epsilon", &c.layer_norm_epsilon.map(Float))?;
+        map.serialize_entry("layer_norm_rms_epsilon", &c.layer_norm_rms_epsilon.map(Float))?;
+        map.serialize_entry("sliding_window", &c.sliding_window)?;
+        map.serialize_entry(
+            "sliding_window_pattern",
+            &c.sliding_window_pattern.as_ref().map(Pattern),
+        )?;
+        map.serialize_entry("vocab_size", &c.vocab_size)?;
+        map.serialize_entry("tokenizer", &c.tokenizer)?;
+        map.end()
+    }
+}
+
+/// A per-layer value: a number, or one number per layer.
+#[derive(Debug)]
+struct Layered<'v>(&'v PerLayer<u64>);
+
+impl Serialize for Layered<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            PerLayer::Uniform(v) => s.serialize_u64(*v),
+            PerLayer::Layers(v) => v.serialize(s),
+        }
+    }
+}
+
+/// A sliding-window pattern: `{"period": N}` or one bool per layer (`true`: sliding).
+#[derive(Debug)]
+struct Pattern<'v>(&'v SlidingWindowPattern);
+
+impl Serialize for Pattern<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            SlidingWindowPattern::Period(n) => {
+                let mut map = s.serialize_map(Some(1))?;
+                map.serialize_entry("period", n)?;
+                map.end()
+            }
+            SlidingWindowPattern::Layers(v) => v.serialize(s),
+        }
+    }
+}
+
+/// A float as the metadata values are written (non-finite as strings).
+#[derive(Debug, Clone, Copy)]
+struct Float(f64);
+
+impl Serialize for Float {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        float(s, self.0)
     }
 }
 

@@ -1,9 +1,8 @@
-//! Everything that turns parsed data into text: escaping, the hex window, values, tables and
-//! JSON.
+//! Everything that turns parsed data into text: escaping, values, tables and JSON (the hex
+//! window under diagnostics is the `sipllm-hexview` crate).
 
 pub mod edit;
 pub mod escape;
-pub mod hexview;
 pub mod json;
 pub mod table;
 pub mod value;

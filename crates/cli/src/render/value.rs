@@ -69,38 +69,46 @@ fn string(out: &mut String, s: &[u8], max_chars: usize) {
 }
 
 /// Comma-separated elements until the budget is spent, then `…`.
+///
+/// Linear in the number of elements: the characters used are counted once per piece (never
+/// by re-counting `out`), and not at all without a limit (`--full`).
 fn elements(out: &mut String, a: &Arr<'_>, budget: Budget) {
-    let start = out.chars().count();
     let limit = budget.array_chars;
+    let unlimited = limit == usize::MAX;
     // Strings inside an abbreviated array are cut shorter than scalar strings.
-    let elem_budget = if limit == usize::MAX {
-        Budget::FULL
-    } else {
-        Budget { string_chars: 24, array_chars: 24 }
-    };
+    let elem_budget =
+        if unlimited { Budget::FULL } else { Budget { string_chars: 24, array_chars: 24 } };
+    let mut used = 0usize;
     let mut shown = 0u64;
+    let mut piece = String::new();
     for item in a.iter() {
-        let mut piece = String::new();
+        // Without a limit every element is shown: write it straight into `out`.
+        let target = if unlimited { &mut *out } else { &mut piece };
         if shown > 0 {
-            piece.push_str(", ");
+            target.push_str(", ");
         }
         match &item {
             Val::Array(inner) => {
-                piece.push('[');
-                elements(&mut piece, inner, elem_budget);
-                piece.push(']');
+                target.push('[');
+                elements(target, inner, elem_budget);
+                target.push(']');
             }
-            Val::Str(s) => string(&mut piece, s, elem_budget.string_chars),
-            scalar => scalar_text(&mut piece, scalar),
+            Val::Str(s) => string(target, s, elem_budget.string_chars),
+            scalar => scalar_text(target, scalar),
         }
-        let used = out.chars().count() - start;
+        shown += 1;
+        if unlimited {
+            continue;
+        }
+        let chars = piece.chars().count();
         // Always show the first element, even when it alone is over the budget.
-        if shown > 0 && used.saturating_add(piece.chars().count()) > limit {
+        if shown > 1 && used.saturating_add(chars) > limit {
             out.push_str(", …");
             return;
         }
+        used += chars;
         out.push_str(&piece);
-        shown += 1;
+        piece.clear();
     }
     if shown < a.len {
         // The payload ended early (cannot happen for a parsed file, but never claim more).

@@ -36,6 +36,7 @@ pub(crate) fn sipllm(dir: &Path, args: &[&str]) -> Run {
         .current_dir(dir)
         .env("NO_COLOR", "1")
         .env_remove("CLICOLOR_FORCE")
+        .env_remove("COLUMNS")
         .output()
         .expect("the sipllm binary runs");
     let run = Run {

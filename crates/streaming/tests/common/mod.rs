@@ -19,6 +19,10 @@ pub fn shared_dir(test: &str) -> Option<PathBuf> {
     if dir.join("corpus").is_dir() {
         Some(dir)
     } else {
+        // CI sets this: there a missing corpus is a failure, not a skip.
+        if std::env::var_os("SIPLLM_REQUIRE_CORPUS").is_some_and(|v| v == "1") {
+            panic!("SIPLLM_REQUIRE_CORPUS=1 but {} is absent ({test} needs it)", dir.display());
+        }
         eprintln!("SKIPPED: ../shared not found ({test} needs {})", dir.display());
         None
     }

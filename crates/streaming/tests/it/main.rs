@@ -7,6 +7,7 @@
 mod common;
 
 mod bounds;
+mod config;
 mod contract;
 mod hostile;
 mod llmw_file;
