@@ -181,6 +181,13 @@ pub enum StreamError {
         /// The offset in the given info.
         offset: u64,
     },
+    /// [`read_tensor`](crate::WeightSource::read_tensor) named a tensor this source does not
+    /// have.
+    #[error("no tensor named {name:?}")]
+    TensorMissing {
+        /// The name asked for.
+        name: String,
+    },
     /// The tensor's type has no defined byte size, so its bytes cannot be located.
     #[error("tensor {tensor:?}: the byte size of its type ({ggml_type}) is not known")]
     UnknownSize {
@@ -955,6 +962,7 @@ impl StreamError {
             StreamError::OutOfBounds { .. } => "stream::read::out_of_bounds",
             StreamError::TensorOutOfBounds { .. } => "stream::tensor::out_of_bounds",
             StreamError::NotInSource { .. } => "stream::tensor::not_in_source",
+            StreamError::TensorMissing { .. } => "stream::tensor::missing",
             StreamError::UnknownSize { .. } => "stream::tensor::unknown_size",
             StreamError::Dequant { source, .. } => source.code(),
             StreamError::ElementRange { .. } => "stream::values::element_range",
@@ -1041,7 +1049,7 @@ impl StreamError {
             StreamError::TooShort { .. } => "the file is empty or cut off (an interrupted \
                 download or copy), or the path names the wrong file: fetch it again."
                 .into(),
-            StreamError::SizeMismatch { .. } => "allocate the destination with the tensor's \
+            StreamError::SizeMismatch { .. } => "give a destination of at least the tensor's \
                 `nbytes`, or use `read_raw_at` to read part of a tensor."
                 .into(),
             StreamError::OutOfBounds { .. } => "positional reads must lie inside the file; the \
@@ -1050,6 +1058,9 @@ impl StreamError {
             StreamError::TensorOutOfBounds { .. } => "the file is shorter than its tensor \
                 directory says: it is truncated (an incomplete download or copy). Compare its \
                 size with the source."
+                .into(),
+            StreamError::TensorMissing { .. } => "list the names with `tensors()`; names are \
+                exact (case-sensitive, no pattern)."
                 .into(),
             StreamError::NotInSource { .. } => "pass a TensorInfo obtained from this source's \
                 `tensors()` or `find()`, not one from another file."
@@ -1676,6 +1687,7 @@ mod tests {
                 },
                 "stream::values::element_range",
             ),
+            (StreamError::TensorMissing { name: "t".into() }, "stream::tensor::missing"),
         ];
         let mut codes: Vec<&str> = cases.iter().map(|(e, _)| e.code()).collect();
         for (err, code) in &cases {

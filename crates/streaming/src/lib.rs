@@ -26,6 +26,10 @@
 //!   `.llmw` (the seam equivalence tests and `sipllm make-toy` use it).
 //! * [`ReadAt`] is a positional byte source (offsets, no seek): [`FileBacking`] (pread by
 //!   default, mmap opt-in, `fadvise`/`madvise` readahead) and [`MemSource`].
+//! * [`diff`] compares two models (metadata typed, tensor table, tensor data by hash) into
+//!   a typed report, as `sipllm diff` prints it.
+//! * [`OwnedStrs`] keeps a vocabulary view in one struct with the source it borrows from
+//!   (O(1) lookups, no copy), the answer to the self-referential struct an engine reaches for.
 //! * [`StreamError`] keeps either parser's error intact and adds I/O context (path, offset,
 //!   missing bytes, the magic found); every variant has a stable code.
 //!
@@ -57,6 +61,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod backing;
+pub mod diff;
 mod error;
 mod gguf_file;
 pub mod identity;
@@ -69,6 +74,7 @@ mod map;
 mod meta;
 mod model;
 mod options;
+mod owned;
 mod source;
 pub mod split;
 mod store;
@@ -85,9 +91,12 @@ pub use in_place::{
 };
 pub use input::read_capped;
 pub use llmw_file::{ModelFile, read_llmw_header};
-pub use meta::{FloatIter, FloatList, IntIter, IntList, Meta, MetaKind, StrIter, StrList};
+pub use meta::{
+    FloatIter, FloatIterF32, FloatList, IntIter, IntList, Meta, MetaKind, StrIter, StrList,
+};
 pub use model::{Format, Model, open_model, open_model_from};
 pub use options::OpenOptions;
+pub use owned::OwnedStrs;
 /// The string type of the metadata view (the parser's own: stored bytes, UTF-8 unless parsed
 /// leniently).
 pub use sipllm_gguf::MetaStr;

@@ -40,8 +40,8 @@ impl TensorInfo {
         })
     }
 
-    /// The byte size as a buffer length: what [`WeightSource::read_raw`] expects `dst.len()`
-    /// to be.
+    /// The byte size as a buffer length: the least `dst.len()` [`WeightSource::read_raw`]
+    /// takes.
     pub fn byte_len(&self) -> Result<usize, StreamError> {
         let n = self.byte_size()?;
         usize::try_from(n).map_err(|_| StreamError::TooLarge {
@@ -68,10 +68,11 @@ pub trait WeightSource: Send + Sync {
     /// The tensor with this name.
     fn find(&self, name: &str) -> Option<&TensorInfo>;
 
-    /// Reads the whole of `tensor` (one of this source's [`tensors`](Self::tensors)) into
-    /// `dst`, whose length must be the tensor's byte size
-    /// ([`StreamError::SizeMismatch`] otherwise).
-    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<(), StreamError>;
+    /// Reads the whole of `tensor` (one of this source's [`tensors`](Self::tensors)) into the
+    /// start of `dst` and returns its byte size: `dst` may be longer than the tensor (a buffer
+    /// reused for tensors of several sizes; the rest is left as it was), not shorter
+    /// ([`StreamError::SizeMismatch`]).
+    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<usize, StreamError>;
 
     /// Reads `dst.len()` bytes at absolute offset `abs_offset` (any range inside the file,
     /// e.g. a few rows of a tensor).
@@ -112,6 +113,17 @@ pub trait WeightSource: Send + Sync {
         crate::values::read_f32_at(self, tensor, range, dst)
     }
 
+    /// The stored bytes of the tensor named `name`, in a new vector of its byte size
+    /// ([`StreamError::TensorMissing`] if there is none). For a buffer the caller reuses, see
+    /// [`read_raw`](Self::read_raw).
+    fn read_tensor(&self, name: &str) -> Result<Vec<u8>, StreamError> {
+        let tensor =
+            self.find(name).ok_or_else(|| StreamError::TensorMissing { name: name.into() })?;
+        let mut buf = vec![0u8; tensor.byte_len()?];
+        self.read_raw(tensor, &mut buf)?;
+        Ok(buf)
+    }
+
     /// Every metadata key, in file order.
     fn meta_keys(&self) -> Box<dyn Iterator<Item = MetaStr<'_>> + '_> {
         Box::new(self.metadata().map(|(k, _)| k))
@@ -132,6 +144,12 @@ pub trait WeightSource: Send + Sync {
     /// A float (`FLOAT32` widened exactly, or `FLOAT64`). Integers are not converted.
     fn meta_float(&self, key: &str) -> Result<f64, StreamError> {
         meta::expect(key, self.meta(key), MetaKind::Float, Meta::as_float)
+    }
+
+    /// A float as `f32` (exact for `FLOAT32`, rounded to nearest for `FLOAT64`: what an engine
+    /// computing in `f32` wants for an epsilon or a rope base). Integers are not converted.
+    fn meta_f32(&self, key: &str) -> Result<f32, StreamError> {
+        self.meta_float(key).map(|v| v as f32)
     }
 
     /// A bool.

@@ -64,7 +64,7 @@ fn small_file() -> GgufFile {
 fn read_raw_checks_the_buffer_size() {
     let file = small_file();
     let a = file.find("a").unwrap();
-    for len in [0, 127, 129] {
+    for len in [0, 1, 127] {
         let err = file.read_raw(a, &mut vec![0u8; len]).unwrap_err();
         assert_eq!(err.code(), "stream::read::size_mismatch");
         assert_eq!(
@@ -72,6 +72,34 @@ fn read_raw_checks_the_buffer_size() {
             format!("tensor \"a\" has 128 bytes but the destination buffer has {len}")
         );
     }
+}
+
+/// A longer buffer is filled from the start and the count returned; its tail is untouched.
+#[test]
+fn read_raw_fills_a_prefix_of_a_longer_buffer() {
+    let file = small_file();
+    let a = file.find("a").unwrap();
+    let mut exact = vec![0u8; 128];
+    assert_eq!(file.read_raw(a, &mut exact).unwrap(), 128);
+    let mut long = vec![0xaau8; 300];
+    assert_eq!(file.read_raw(a, &mut long).unwrap(), 128);
+    assert_eq!(long[..128], exact[..]);
+    assert!(long[128..].iter().all(|&b| b == 0xaa), "the tail is left as it was");
+}
+
+#[test]
+fn read_tensor_returns_the_bytes_or_names_the_missing_tensor() {
+    let file = small_file();
+    let a = file.find("a").unwrap();
+    let mut exact = vec![0u8; a.byte_len().unwrap()];
+    file.read_raw(a, &mut exact).unwrap();
+    assert_eq!(file.read_tensor("a").unwrap(), exact);
+    let err = file.read_tensor("nope").unwrap_err();
+    assert_eq!(err.code(), "stream::tensor::missing");
+    assert_eq!(err.to_string(), "no tensor named \"nope\"");
+    // Through the boxed seam too.
+    let boxed: Box<dyn WeightSource> = Box::new(small_file());
+    assert_eq!(boxed.read_tensor("a").unwrap(), exact);
 }
 
 #[test]
