@@ -325,27 +325,10 @@ enum Ty {
 
 impl Ty {
     fn name(self) -> String {
-        fn short(t: ValueType) -> &'static str {
-            match t {
-                ValueType::Uint8 => "u8",
-                ValueType::Int8 => "i8",
-                ValueType::Uint16 => "u16",
-                ValueType::Int16 => "i16",
-                ValueType::Uint32 => "u32",
-                ValueType::Int32 => "i32",
-                ValueType::Uint64 => "u64",
-                ValueType::Int64 => "i64",
-                ValueType::Float32 => "f32",
-                ValueType::Float64 => "f64",
-                ValueType::Bool => "bool",
-                ValueType::String => "str",
-                ValueType::Array => "array",
-            }
-        }
         use crate::meta::MetaKind as K;
         match self {
-            Ty::Gguf(ValueType::Array, Some(e)) => format!("[{}]", short(e)),
-            Ty::Gguf(t, _) => short(t).to_owned(),
+            Ty::Gguf(ValueType::Array, Some(e)) => format!("[{}]", value_type_name(e)),
+            Ty::Gguf(t, _) => value_type_name(t).to_owned(),
             Ty::Llmw(k) => match k {
                 K::Int => "i64",
                 K::Float => "f64",
@@ -358,6 +341,26 @@ impl Ty {
             }
             .to_owned(),
         }
+    }
+}
+
+/// A GGUF value type's short name, as diffs show it and as `sipllm edit` spells it: `u8` …
+/// `f64`, `bool`, `str`, `array`.
+pub fn value_type_name(t: ValueType) -> &'static str {
+    match t {
+        ValueType::Uint8 => "u8",
+        ValueType::Int8 => "i8",
+        ValueType::Uint16 => "u16",
+        ValueType::Int16 => "i16",
+        ValueType::Uint32 => "u32",
+        ValueType::Int32 => "i32",
+        ValueType::Uint64 => "u64",
+        ValueType::Int64 => "i64",
+        ValueType::Float32 => "f32",
+        ValueType::Float64 => "f64",
+        ValueType::Bool => "bool",
+        ValueType::String => "str",
+        ValueType::Array => "array",
     }
 }
 

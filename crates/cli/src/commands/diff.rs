@@ -10,7 +10,7 @@ use serde_json::{Value as Json, json};
 use sipllm_gguf::{Gguf, MetaValue};
 use sipllm_streaming::diff::{
     Detail, DiffOptions, MetaChange, ModelDiff, Shown, TensorChange, TensorSummary, ValueSummary,
-    diff_headers, diff_models, tensor_hashes,
+    diff_headers, diff_models, tensor_hashes, value_type_name as short,
 };
 use sipllm_streaming::{Meta, Model, StreamError, WeightSource};
 
@@ -444,25 +444,6 @@ fn scalar(v: &MetaValue<'_>) -> String {
         MetaValue::String(s) => escape::quoted(s.as_bytes()),
         MetaValue::Array(a) => format!("[{}] × {}", short(a.elem_type()), a.len()),
         ref other => other.as_i128().map(|i| i.to_string()).unwrap_or_default(),
-    }
-}
-
-fn short(t: sipllm_gguf::ValueType) -> &'static str {
-    use sipllm_gguf::ValueType as T;
-    match t {
-        T::Uint8 => "u8",
-        T::Int8 => "i8",
-        T::Uint16 => "u16",
-        T::Int16 => "i16",
-        T::Uint32 => "u32",
-        T::Int32 => "i32",
-        T::Uint64 => "u64",
-        T::Int64 => "i64",
-        T::Float32 => "f32",
-        T::Float64 => "f64",
-        T::Bool => "bool",
-        T::String => "str",
-        T::Array => "array",
     }
 }
 
