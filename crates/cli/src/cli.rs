@@ -40,7 +40,8 @@ pub enum Command {
     Tensors(TensorsArgs),
     /// Write a tensor's stored bytes (or a byte range of them) to a file or a pipe.
     Read(ReadArgs),
-    /// Read every tensor back, check it is complete, and hash it (per-tensor manifest).
+    /// Read every tensor back, check it is complete, and hash it and the whole model
+    /// (manifests: sipllm's, or llama.cpp's llama-gguf-hash's).
     Verify(VerifyArgs),
     /// Print a shell completion script (e.g. `sipllm completions bash > sipllm.bash`).
     Completions(CompletionsArgs),

@@ -257,6 +257,11 @@ fn shard_only_reads_one_shard_of_an_incomplete_set() {
     assert!(whole.stdout.contains("missing_shard") || whole.stderr.contains("missing_shard"));
     let alone = sipllm(&dir, &["validate", "--shard-only", last]);
     assert_eq!(alone.code, Some(0), "{}", alone.transcript());
+    assert!(
+        alone.stdout.contains("valid (GGUF v3, strict profile, shard 3 of 3 read alone)"),
+        "{}",
+        alone.stdout
+    );
     let doc = json(&sipllm(&dir, &["inspect", "--json", "--shard-only", last]).stdout);
     assert_eq!(doc["tensor_count"], 1, "the shard's own tensors only");
     let names: Vec<&str> =
