@@ -631,16 +631,8 @@ fn hash_tensors(src: &dyn WeightSource, wanted: &[usize]) -> Result<Vec<u128>, S
     let mut buf = vec![0u8; CHUNK];
     for k in order {
         let Some(t) = wanted.get(k).and_then(|&i| tensors.get(i)) else { continue };
-        let n = t.byte_size()?;
         let mut h = xxhash_rust::xxh3::Xxh3::new();
-        let mut done = 0u64;
-        while done < n {
-            let len = usize::try_from(n - done).unwrap_or(CHUNK).min(CHUNK);
-            let dst = buf.get_mut(..len).unwrap_or_default();
-            src.read_raw_at(t.abs_offset + done, dst)?;
-            h.update(dst);
-            done += len as u64;
-        }
+        src.read_chunked(t, &mut buf, &mut |piece| h.update(piece))?;
         if let Some(slot) = out.get_mut(k) {
             *slot = h.digest128();
         }

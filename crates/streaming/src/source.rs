@@ -124,6 +124,36 @@ pub trait WeightSource: Send + Sync {
         Ok(buf)
     }
 
+    /// Streams all of `tensor` through `buf` (of any length but 0, which only a 0-byte tensor
+    /// takes), handing each piece in order to `each`; returns the byte count. A tensor that fits `buf` is one
+    /// [`read_raw`](Self::read_raw) (size-checked, with the readahead hint); a larger one is
+    /// read in `buf.len()` pieces with [`read_raw_at`](Self::read_raw_at), so memory stays at
+    /// `buf` whatever the tensor's size (hashing, copying to a pipe).
+    fn read_chunked(
+        &self,
+        tensor: &TensorInfo,
+        buf: &mut [u8],
+        each: &mut dyn FnMut(&[u8]),
+    ) -> Result<u64, StreamError> {
+        let n = tensor.byte_size()?;
+        if n <= buf.len() as u64 || buf.is_empty() {
+            // (An empty buffer and a non-empty tensor: `read_raw`'s size error, not a loop.)
+            let len = self.read_raw(tensor, buf)?;
+            each(buf.get(..len).unwrap_or_default());
+            return Ok(n);
+        }
+        let mut done = 0u64;
+        while done < n {
+            let len = usize::try_from(n - done).unwrap_or(buf.len()).min(buf.len());
+            let piece = buf.get_mut(..len).unwrap_or_default();
+            // In bounds: the open checked that the whole tensor lies in the source.
+            self.read_raw_at(tensor.abs_offset.saturating_add(done), piece)?;
+            each(piece);
+            done += len as u64;
+        }
+        Ok(n)
+    }
+
     /// Every metadata key, in file order.
     fn meta_keys(&self) -> Box<dyn Iterator<Item = MetaStr<'_>> + '_> {
         Box::new(self.metadata().map(|(k, _)| k))

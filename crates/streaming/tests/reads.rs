@@ -318,3 +318,28 @@ fn bad_magic_keeps_the_parser_error_intact() {
         "the parser error is the source"
     );
 }
+
+/// `read_chunked` hands over the tensor's bytes in order, whole when they fit the buffer and in
+/// buffer-sized pieces otherwise; an empty buffer is a size error, not an endless loop.
+#[test]
+fn read_chunked_streams_a_tensor_through_any_buffer() {
+    let file = small_file();
+    let a = file.find("a").unwrap();
+    let whole = file.read_tensor("a").unwrap();
+    for size in [1usize, 3, 64, 127, 128, 1000] {
+        let mut buf = vec![0u8; size];
+        let mut got = Vec::new();
+        let mut pieces = 0;
+        let n = file
+            .read_chunked(a, &mut buf, &mut |p| {
+                pieces += 1;
+                got.extend_from_slice(p)
+            })
+            .unwrap();
+        assert_eq!(n, 128);
+        assert_eq!(got, whole, "buffer of {size}");
+        assert_eq!(pieces, 128usize.div_ceil(size), "buffer of {size}");
+    }
+    let e = file.read_chunked(a, &mut [], &mut |_| {}).unwrap_err();
+    assert_eq!(e.code(), "stream::read::size_mismatch");
+}

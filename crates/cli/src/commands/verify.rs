@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sha1::Digest as _;
-use sipllm_streaming::{TensorInfo, WeightSource};
+use sipllm_streaming::WeightSource;
 
 use crate::cli::{HashKind, ManifestFormat, VerifyArgs};
 use crate::commands::{open_or_report, refuse_input_as_output, report_open_error, usage_error};
@@ -32,7 +32,8 @@ use crate::render::json::hex;
 use crate::render::value::{group, human_bytes};
 use crate::{Ctx, Exit};
 
-/// Largest tensor read whole with `read_raw`; larger ones are read in pieces of this size.
+/// Largest tensor read whole with `read_raw`; larger ones are read in pieces of this size
+/// (`WeightSource::read_chunked`).
 const BUFFER: usize = 8 << 20;
 
 /// llama.cpp's UUIDv5 namespace (`uuid.uuid5(uuid.NAMESPACE_URL,
@@ -445,11 +446,11 @@ fn hash_model(
     let bar = progress_bar(ctx, total);
     let mut model: Vec<Hasher> = kinds.iter().map(|&k| Hasher::new(k)).collect();
     let mut out = Vec::with_capacity(tensors.len());
-    let mut buf = Vec::new();
+    let mut buf = vec![0u8; BUFFER];
     let mut bytes_read = 0u64;
     for t in tensors {
         let mut own: Vec<Hasher> = per_tensor.iter().map(|&k| Hasher::new(k)).collect();
-        let fed = read_tensor(source, t, &mut buf, |chunk| {
+        let fed = source.read_chunked(t, &mut buf, &mut |chunk| {
             for h in own.iter_mut().chain(model.iter_mut()) {
                 h.update(chunk);
             }
@@ -465,34 +466,6 @@ fn hash_model(
     bar.finish_and_clear();
     let model = kinds.iter().copied().zip(model.into_iter().map(Hasher::hex)).collect();
     Ok(Hashes { tensors: out, model, bytes_read })
-}
-
-/// Reads all of `t` through `buf` (at most [`BUFFER`] bytes), handing each piece to `feed`.
-fn read_tensor(
-    source: &dyn WeightSource,
-    t: &TensorInfo,
-    buf: &mut Vec<u8>,
-    mut feed: impl FnMut(&[u8]),
-) -> Result<(), sipllm_streaming::StreamError> {
-    let n = t.byte_size()?;
-    if let Some(small) = usize::try_from(n).ok().filter(|&n| n <= BUFFER) {
-        // The whole tensor at once, through the seam's checked whole-tensor read.
-        buf.resize(small, 0);
-        let dst = buf.get_mut(..small).unwrap_or_default();
-        source.read_raw(t, dst)?;
-        feed(dst);
-    } else {
-        buf.resize(BUFFER, 0);
-        let mut done = 0u64;
-        while done < n {
-            let len = usize::try_from(n - done).unwrap_or(BUFFER).min(BUFFER);
-            let dst = buf.get_mut(..len).unwrap_or_default();
-            source.read_raw_at(t.abs_offset + done, dst)?;
-            feed(dst);
-            done += len as u64;
-        }
-    }
-    Ok(())
 }
 
 fn sipllm_text(lines: &[ManifestLine]) -> String {
