@@ -303,7 +303,7 @@ impl Model {
         let t = self.tensor(name)?;
         let len = t.byte_len().map_err(|e| stream_error(py, &e, &self.path))?;
         let model = &*self.inner;
-        read_bytes(py, len, &self.path, |buf| model.read_raw(t, buf))
+        read_bytes(py, len, &self.path, |buf| model.read_raw(t, buf).map(|_| ()))
     }
 
     /// `length` bytes at absolute offset `offset` (for a split set, in its virtual address

@@ -12,8 +12,8 @@ use crate::open::OpenSettings;
 /// intact, will it load, and if not, exactly why.
 #[derive(Debug, Parser)]
 #[command(name = "sipllm", version, propagate_version = true, max_term_width = 100)]
-#[command(after_help = "Exit codes: 0 ok/valid, 1 invalid file or verification mismatch, \
-    2 usage or I/O error.\nDocumentation: docs/cli.md")]
+#[command(after_help = "Exit codes: 0 ok/valid, 1 invalid file, verification mismatch or \
+    models that differ, 2 usage or I/O error.\nDocumentation: docs/cli.md")]
 pub struct Cli {
     /// When to use colors in diagnostics and progress output.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
@@ -40,7 +40,8 @@ pub enum Command {
     Tensors(TensorsArgs),
     /// Write a tensor's stored bytes (or a byte range of them) to a file or a pipe.
     Read(ReadArgs),
-    /// Read every tensor back, check it is complete, and hash it (per-tensor manifest).
+    /// Read every tensor back, check it is complete, and hash it and the whole model
+    /// (manifests: sipllm's, or llama.cpp's llama-gguf-hash's).
     Verify(VerifyArgs),
     /// Print a shell completion script (e.g. `sipllm completions bash > sipllm.bash`).
     Completions(CompletionsArgs),
@@ -68,7 +69,34 @@ pub enum Command {
     /// Merge a split set into one GGUF file (the split keys removed: merging what `split`
     /// wrote gives the original file back byte for byte).
     Merge(MergeArgs),
+    /// Compare two models: metadata (typed), the tensor table, and tensor data (by hash).
+    ///
+    /// Arrays are summarised by their length and the first differing indices, never printed
+    /// whole. Exit code 0 when the models are equal, 1 when they differ, 2 when a file cannot
+    /// be read. `--diffable FILE` prints one file as stable text for `diff -u` instead.
+    Diff(DiffArgs),
 }
+
+impl Command {
+    /// Copies each reading command's `--shard-only` into its parsing options, so that the
+    /// commands' `parse.settings()` carry it.
+    pub fn apply_shard_only(&mut self) {
+        let (parse, shard_only) = match self {
+            Command::Inspect(a) => (&mut a.parse, a.shard_only),
+            Command::Validate(a) => (&mut a.parse, a.shard_only),
+            Command::Tensors(a) => (&mut a.parse, a.shard_only),
+            Command::Read(a) => (&mut a.parse, a.shard_only),
+            Command::Verify(a) => (&mut a.parse, a.shard_only),
+            Command::Diff(a) => (&mut a.parse, a.shard_only),
+            _ => return,
+        };
+        parse.shard_only = shard_only;
+    }
+}
+
+/// The help of `--shard-only` (one text for every reading command).
+const SHARD_ONLY: &str = "Read a shard of a split set as the single GGUF file it is, without \
+    opening the other shards (which may be missing): its own metadata and tensors only";
 
 /// Extra help for `edit`: the value syntax.
 const EDIT_HELP: &str = "\
@@ -127,12 +155,21 @@ pub struct ParseArgs {
     /// Also read GGUF version 1 files (2023, obsolete; llama.cpp rejects them).
     #[arg(long)]
     pub allow_v1: bool,
+
+    /// The command's `--shard-only` ([`Command::apply_shard_only`]); not an option of its
+    /// own, since writing commands (`split`, `merge`) always read the whole set.
+    #[arg(skip)]
+    pub shard_only: bool,
 }
 
 impl ParseArgs {
     /// The settings for `open_file`.
     pub fn settings(&self) -> OpenSettings {
-        OpenSettings { profile: self.profile.into(), allow_v1: self.allow_v1 }
+        OpenSettings {
+            profile: self.profile.into(),
+            allow_v1: self.allow_v1,
+            shard_only: self.shard_only,
+        }
     }
 }
 
@@ -169,6 +206,10 @@ pub struct InspectArgs {
     #[arg(long, value_name = "GLOB")]
     pub filter: Option<String>,
 
+    /// `--shard-only`: read one shard of a split set alone.
+    #[arg(long, help = SHARD_ONLY)]
+    pub shard_only: bool,
+
     /// Parsing options.
     #[command(flatten)]
     pub parse: ParseArgs,
@@ -188,6 +229,10 @@ pub struct ValidateArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
     pub format: ReportFormat,
+
+    /// `--shard-only`: read one shard of a split set alone.
+    #[arg(long, help = SHARD_ONLY)]
+    pub shard_only: bool,
 
     /// Parsing options.
     #[command(flatten)]
@@ -223,6 +268,10 @@ pub struct TensorsArgs {
     #[arg(long, conflicts_with = "json")]
     pub stats: bool,
 
+    /// `--shard-only`: read one shard of a split set alone.
+    #[arg(long, help = SHARD_ONLY)]
+    pub shard_only: bool,
+
     /// Parsing options.
     #[command(flatten)]
     pub parse: ParseArgs,
@@ -257,6 +306,10 @@ pub struct ReadArgs {
     #[arg(long, value_enum, requires = "as_type", default_value_t = ValueFormat::Raw)]
     pub format: ValueFormat,
 
+    /// `--shard-only`: read one shard of a split set alone.
+    #[arg(long, help = SHARD_ONLY)]
+    pub shard_only: bool,
+
     /// Parsing options.
     #[command(flatten)]
     pub parse: ParseArgs,
@@ -285,32 +338,74 @@ pub struct VerifyArgs {
     /// The model file.
     pub file: PathBuf,
 
-    /// Hash function for the manifest (default sha256; with --check, guessed from the
-    /// manifest's hash length when not given).
-    #[arg(long, value_enum)]
-    pub hash: Option<HashKind>,
+    /// Hash functions, comma-separated or repeated (default sha256; with --check, what the
+    /// manifest holds: guessed from the digit count of a sipllm manifest, the strongest one of
+    /// a gguf-hash manifest).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub hash: Vec<HashKind>,
 
-    /// Write a manifest: one line per tensor, `<hex hash>  <byte size>  <name>` (`-`: standard
-    /// output).
+    /// Write a manifest (`-`: standard output): per tensor `<hex hash>  <byte size>  <name>`,
+    /// or with --manifest-format gguf-hash what llama.cpp's llama-gguf-hash prints.
     #[arg(long, value_name = "OUT", conflicts_with = "check")]
     pub manifest: Option<PathBuf>,
 
-    /// Compare against a manifest and list every difference (exit code 1 on any).
+    /// The format --manifest writes (--check reads either, recognised by its content).
+    #[arg(long, value_enum, default_value_t = ManifestFormat::Sipllm, requires = "manifest")]
+    pub manifest_format: ManifestFormat,
+
+    /// Compare against a manifest (sipllm's or llama-gguf-hash's) and list every difference
+    /// (exit code 1 on any).
     #[arg(long, value_name = "MANIFEST")]
     pub check: Option<PathBuf>,
+
+    /// `--shard-only`: read one shard of a split set alone.
+    #[arg(long, help = SHARD_ONLY)]
+    pub shard_only: bool,
 
     /// Parsing options.
     #[command(flatten)]
     pub parse: ParseArgs,
 }
 
-/// Hash functions for `verify`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// Hash functions for `verify`: llama.cpp's llama-gguf-hash's, by its names, in the order it
+/// prints them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, ValueEnum)]
 pub enum HashKind {
-    /// SHA-256 (64 hex digits), as `sha256sum` and the corpus `.tensors.sha256` files.
-    Sha256,
+    /// XXH64, seed 0 (16 hex digits): llama-gguf-hash's default; fast, not cryptographic.
+    Xxh64,
     /// XXH3-64 (16 hex digits): fast, not cryptographic.
     Xxh3,
+    /// SHA-1 (40 hex digits).
+    Sha1,
+    /// SHA-256 (64 hex digits), as `sha256sum` and the corpus `.tensors.sha256` files.
+    Sha256,
+    /// The whole model's UUIDv5 (llama.cpp's namespace over all tensor data): no per-tensor
+    /// hash, so only with --manifest-format gguf-hash or without --manifest.
+    Uuid,
+}
+
+impl HashKind {
+    /// The name llama-gguf-hash gives it (`xxh64`, `xxh3`, `sha1`, `sha256`, `uuid`).
+    pub fn name(self) -> &'static str {
+        match self {
+            HashKind::Xxh64 => "xxh64",
+            HashKind::Xxh3 => "xxh3",
+            HashKind::Sha1 => "sha1",
+            HashKind::Sha256 => "sha256",
+            HashKind::Uuid => "uuid",
+        }
+    }
+}
+
+/// Manifest formats `verify --manifest` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum ManifestFormat {
+    /// `<hex hash>  <byte size>  <tensor name>` per tensor (one hash function).
+    #[default]
+    Sipllm,
+    /// llama.cpp's llama-gguf-hash output: `<hash name padded to 8>  <hex>  FILE:TENSOR` per
+    /// tensor and hash, then `<hash name>  <hex>  FILE` per hash for the whole model.
+    GgufHash,
 }
 
 /// `sipllm edit`.
@@ -437,6 +532,51 @@ pub struct MergeArgs {
     /// Parsing options.
     #[command(flatten)]
     pub parse: ParseArgs,
+}
+
+/// `sipllm diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The first model (GGUF, .llmw, a shard of a split set, or a URL).
+    pub a: PathBuf,
+
+    /// The second model (not with --diffable).
+    #[arg(required_unless_present = "diffable", conflicts_with = "diffable")]
+    pub b: Option<PathBuf>,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    pub format: DiffFormat,
+
+    /// Compare only the headers (metadata and tensor table): no tensor data is read.
+    #[arg(long)]
+    pub metadata_only: bool,
+
+    /// Print A alone as stable text for `diff -u` (one line per key, array element and tensor,
+    /// no offsets; tensor data as hashes unless --metadata-only).
+    #[arg(long)]
+    pub diffable: bool,
+
+    /// How many differing indices to list per array.
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    pub max_indices: usize,
+
+    /// `--shard-only`: read one shard of a split set alone.
+    #[arg(long, help = SHARD_ONLY)]
+    pub shard_only: bool,
+
+    /// Parsing options.
+    #[command(flatten)]
+    pub parse: ParseArgs,
+}
+
+/// How `diff` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// Lines for people: `~` changed, `-` only in A, `+` only in B.
+    Text,
+    /// One JSON document (schema in docs/cli.md).
+    Json,
 }
 
 /// `sipllm completions`.

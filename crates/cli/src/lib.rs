@@ -119,7 +119,7 @@ where
     let parsed = Cli::command()
         .try_get_matches_from(args)
         .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
-    let (cli, matches) = match parsed {
+    let (mut cli, matches) = match parsed {
         Ok(parsed) => parsed,
         Err(e) => {
             // `--help` and `--version` exit 0; usage errors exit 2.
@@ -128,6 +128,7 @@ where
         }
     };
     let ctx = Ctx::detect(cli.color);
+    cli.command.apply_shard_only();
     let result = match &cli.command {
         Command::Inspect(args) => commands::inspect::run(args, &ctx),
         Command::Validate(args) => commands::validate::run(args, &ctx),
@@ -140,6 +141,7 @@ where
         Command::MakeToy(args) => commands::make_toy::run(args),
         Command::Split(args) => commands::split::run(args, &ctx),
         Command::Merge(args) => commands::merge::run(args, &ctx),
+        Command::Diff(args) => commands::diff::run(args, &ctx),
     };
     match result {
         Ok(exit) => exit.into(),

@@ -46,6 +46,8 @@ pub struct OpenSettings {
     pub profile: Profile,
     /// Read GGUF v1 files.
     pub allow_v1: bool,
+    /// Open a shard of a split set as the single file it is (`--shard-only`), not the set.
+    pub shard_only: bool,
 }
 
 impl OpenSettings {
@@ -116,6 +118,14 @@ impl Opened {
         }
     }
 
+    /// The model, when its tensors can be read (not for a header parsed leniently only).
+    pub fn model(&self) -> Option<&Model> {
+        match &self.parsed {
+            Parsed::Model(m) => Some(m),
+            Parsed::GgufHeaderOnly(_) => None,
+        }
+    }
+
     /// The split set, when the file is a shard of one (the whole set is opened).
     pub fn split(&self) -> Option<&SplitFile> {
         match &self.parsed {
@@ -176,7 +186,13 @@ pub fn open_file(path: &Path, settings: &OpenSettings) -> Result<Opened, StreamE
     }
     let options = settings.options();
     let name = path.display().to_string();
-    match Model::open(path, &options) {
+    let opened = if settings.shard_only {
+        // The file alone, even when it is a shard whose siblings are missing.
+        Model::open_with_file(path, false, &options).map(|(_, model)| model)
+    } else {
+        Model::open(path, &options)
+    };
+    match opened {
         Ok(model) => Ok(Opened {
             name,
             format: model.format(),

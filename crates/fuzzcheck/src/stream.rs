@@ -242,17 +242,24 @@ fn check_reads(target: &str, data: &[u8], src: &dyn WeightSource) {
             let mut buf = vec![0xa5u8; nbytes as usize];
             src.read_raw(t, &mut buf).unwrap_or_else(|e| panic!("{what}: read_raw: {e}"));
             assert!(buf == expected, "{what}: read_raw returned other bytes than the input's");
-            // A buffer of the wrong size is refused, without reading.
-            let mut wrong = vec![0u8; nbytes as usize + 1];
-            let e = src.read_raw(t, &mut wrong).expect_err("a buffer of the wrong size");
-            check_stream_error(&what, &e);
-            assert!(
-                matches!(
-                    e,
-                    StreamError::Tensor(sipllm_streaming::TensorError::SizeMismatch { .. })
-                ),
-                "{what}: {e}"
-            );
+            // A longer buffer gets the bytes in its prefix and keeps its tail; a shorter one is
+            // refused, without reading.
+            let mut longer = vec![0x5au8; nbytes as usize + 1];
+            let got = src.read_raw(t, &mut longer).unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(got as u64, nbytes, "{what}: read_raw's count");
+            assert!(longer[..got] == *expected && longer[got] == 0x5a, "{what}: prefix read");
+            if nbytes > 0 {
+                let mut short = vec![0u8; nbytes as usize - 1];
+                let e = src.read_raw(t, &mut short).expect_err("a buffer too short");
+                check_stream_error(&what, &e);
+                assert!(
+                    matches!(
+                        e,
+                        StreamError::Tensor(sipllm_streaming::TensorError::SizeMismatch { .. })
+                    ),
+                    "{what}: {e}"
+                );
+            }
         }
         // A part of the tensor, by offset: its second half (at most READ_CAP bytes).
         let half = nbytes / 2;

@@ -60,6 +60,17 @@ pub enum Value<'a> {
     Float64(f64),
 }
 
+/// Writes the numeric-array constructors of [`Value`]: one per element type, each one
+/// allocation for the element list.
+macro_rules! numeric_arrays {
+    ($($(#[$doc:meta])* $name:ident($t:ty) => $variant:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(items: impl IntoIterator<Item = $t>) -> Value<'static> {
+            Value::array_of(ValueType::$variant, items.into_iter().map(Value::$variant))
+        }
+    )*};
+}
+
 impl<'a> Value<'a> {
     /// A string value.
     pub fn str(s: &'a str) -> Value<'a> {
@@ -79,6 +90,41 @@ impl<'a> Value<'a> {
         }
     }
 
+    /// An array of `BOOL`.
+    pub fn bools(items: impl IntoIterator<Item = bool>) -> Value<'static> {
+        Value::array_of(ValueType::Bool, items.into_iter().map(Value::Bool))
+    }
+
+    numeric_arrays! {
+        /// An array of `UINT8`.
+        uint8s(u8) => Uint8;
+        /// An array of `INT8`.
+        int8s(i8) => Int8;
+        /// An array of `UINT16`.
+        uint16s(u16) => Uint16;
+        /// An array of `INT16`.
+        int16s(i16) => Int16;
+        /// An array of `UINT32` (e.g. per-layer head counts).
+        uint32s(u32) => Uint32;
+        /// An array of `INT32` (e.g. `tokenizer.ggml.token_type`).
+        int32s(i32) => Int32;
+        /// An array of `UINT64`.
+        uint64s(u64) => Uint64;
+        /// An array of `INT64`.
+        int64s(i64) => Int64;
+        /// An array of `FLOAT32` (e.g. `tokenizer.ggml.scores`).
+        float32s(f32) => Float32;
+        /// An array of `FLOAT64`.
+        float64s(f64) => Float64;
+    }
+
+    fn array_of(
+        elem_type: ValueType,
+        elems: impl Iterator<Item = Value<'static>>,
+    ) -> Value<'static> {
+        Value::Array { elem_type, elems: elems.collect() }
+    }
+
     /// The value's type.
     pub fn value_type(&self) -> ValueType {
         match self {
@@ -96,6 +142,81 @@ impl<'a> Value<'a> {
             Value::Int64(_) => ValueType::Int64,
             Value::Float64(_) => ValueType::Float64,
         }
+    }
+}
+
+/// Scalars convert to the value of their own GGUF type (`2u32.into()` is `UINT32`).
+macro_rules! scalar_from {
+    ($($t:ty => $variant:ident),*) => {$(
+        impl From<$t> for Value<'static> {
+            fn from(v: $t) -> Value<'static> {
+                Value::$variant(v)
+            }
+        }
+    )*};
+}
+scalar_from!(u8 => Uint8, i8 => Int8, u16 => Uint16, i16 => Int16, u32 => Uint32, i32 => Int32,
+    u64 => Uint64, i64 => Int64, f32 => Float32, f64 => Float64, bool => Bool);
+
+impl<'a> From<&'a str> for Value<'a> {
+    fn from(s: &'a str) -> Value<'a> {
+        Value::str(s)
+    }
+}
+
+impl From<String> for Value<'static> {
+    fn from(s: String) -> Value<'static> {
+        Value::String(Cow::Owned(s.into_bytes()))
+    }
+}
+
+/// What [`GgufWriter::set`] takes as a key: text (`&str`, `String`) or bytes (`&[u8]`,
+/// `b"…"`, `Vec<u8>`, `Cow<[u8]>`; bytes that are not UTF-8 are written as given, which only
+/// the lenient profile reads back).
+pub trait KeyBytes<'a> {
+    /// The key's bytes.
+    fn into_key(self) -> Cow<'a, [u8]>;
+}
+
+impl<'a> KeyBytes<'a> for &'a str {
+    fn into_key(self) -> Cow<'a, [u8]> {
+        Cow::Borrowed(self.as_bytes())
+    }
+}
+
+impl<'a> KeyBytes<'a> for &'a String {
+    fn into_key(self) -> Cow<'a, [u8]> {
+        Cow::Borrowed(self.as_bytes())
+    }
+}
+
+impl<'a> KeyBytes<'a> for String {
+    fn into_key(self) -> Cow<'a, [u8]> {
+        Cow::Owned(self.into_bytes())
+    }
+}
+
+impl<'a> KeyBytes<'a> for &'a [u8] {
+    fn into_key(self) -> Cow<'a, [u8]> {
+        Cow::Borrowed(self)
+    }
+}
+
+impl<'a, const N: usize> KeyBytes<'a> for &'a [u8; N] {
+    fn into_key(self) -> Cow<'a, [u8]> {
+        Cow::Borrowed(self)
+    }
+}
+
+impl<'a> KeyBytes<'a> for Vec<u8> {
+    fn into_key(self) -> Cow<'a, [u8]> {
+        Cow::Owned(self)
+    }
+}
+
+impl<'a> KeyBytes<'a> for Cow<'a, [u8]> {
+    fn into_key(self) -> Cow<'a, [u8]> {
+        self
     }
 }
 
@@ -298,8 +419,24 @@ impl<'a> GgufWriter<'a> {
 
     /// Appends a pair, or replaces the value of an existing key in place (keeping its
     /// position).
-    pub fn set(&mut self, key: impl Into<Cow<'a, [u8]>>, value: Value<'a>) -> &mut Self {
-        let key = key.into();
+    ///
+    /// `key` is a `&str` or `String` as well as bytes (`&[u8]`, `b"…"`, `Vec<u8>`; see
+    /// [`KeyBytes`]):
+    ///
+    /// ```
+    /// use sipllm_gguf::writer::GgufWriter;
+    /// use sipllm_gguf::writer::Value;
+    ///
+    /// let mut w = GgufWriter::new();
+    /// w.set("general.name", Value::str("tiny"))
+    ///     .set(String::from("llama.block_count"), Value::from(2u32))
+    ///     .set(b"llama.rope.freq_base", Value::from(5e5f32))
+    ///     .set("tokenizer.ggml.token_type", Value::int32s([1, 3, 3]));
+    /// assert_eq!(w.get("llama.block_count"), Some(&Value::Uint32(2)));
+    /// assert!(w.remove("general.name"));
+    /// ```
+    pub fn set(&mut self, key: impl KeyBytes<'a>, value: Value<'a>) -> &mut Self {
+        let key = key.into_key();
         match self.kvs.iter_mut().find(|(k, _)| *k == key) {
             Some(slot) => slot.1 = value,
             None => self.kvs.push((key, value)),
@@ -308,14 +445,16 @@ impl<'a> GgufWriter<'a> {
     }
 
     /// Removes a pair; returns whether the key existed.
-    pub fn remove(&mut self, key: &[u8]) -> bool {
+    pub fn remove(&mut self, key: impl AsRef<[u8]>) -> bool {
+        let key = key.as_ref();
         let before = self.kvs.len();
         self.kvs.retain(|(k, _)| k.as_ref() != key);
         self.kvs.len() != before
     }
 
     /// The value under `key`.
-    pub fn get(&self, key: &[u8]) -> Option<&Value<'a>> {
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Option<&Value<'a>> {
+        let key = key.as_ref();
         self.kvs.iter().find(|(k, _)| k.as_ref() == key).map(|(_, v)| v)
     }
 

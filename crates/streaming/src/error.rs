@@ -214,6 +214,13 @@ pub enum TensorError {
         /// The offset in the given info.
         offset: u64,
     },
+    /// [`read_tensor`](crate::WeightSource::read_tensor) named a tensor this source does not
+    /// have.
+    #[error("no tensor named {name:?}")]
+    Missing {
+        /// The name asked for.
+        name: String,
+    },
     /// The tensor's type has no defined byte size, so its bytes cannot be located.
     #[error("tensor {tensor:?}: the byte size of its type ({ggml_type}) is not known")]
     UnknownSize {
@@ -680,6 +687,7 @@ impl Kind for TensorError {
         match self {
             TensorError::SizeMismatch { .. } => "stream::read::size_mismatch",
             TensorError::NotInSource { .. } => "stream::tensor::not_in_source",
+            TensorError::Missing { .. } => "stream::tensor::missing",
             TensorError::UnknownSize { .. } => "stream::tensor::unknown_size",
             TensorError::Dequant { source, .. } => source.code(),
             TensorError::ElementRange { .. } => "stream::values::element_range",
@@ -689,8 +697,12 @@ impl Kind for TensorError {
     fn help(&self) -> &'static str {
         match self {
             TensorError::SizeMismatch { .. } => {
-                "allocate the destination with the tensor's \
+                "give a destination of at least the tensor's \
                 `nbytes`, or use `read_raw_at` to read part of a tensor."
+            }
+            TensorError::Missing { .. } => {
+                "list the names with `tensors()`; names are exact \
+                (case-sensitive, no pattern)."
             }
             TensorError::NotInSource { .. } => {
                 "pass a TensorInfo obtained from this source's \
@@ -1203,6 +1215,10 @@ mod tests {
                     got: 0,
                 }),
                 "stream::values::element_range",
+            ),
+            (
+                StreamError::Tensor(TensorError::Missing { name: "t".into() }),
+                "stream::tensor::missing",
             ),
         ];
         let mut codes: Vec<&str> = cases.iter().map(|(e, _)| e.code()).collect();

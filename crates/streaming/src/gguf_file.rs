@@ -154,7 +154,7 @@ impl WeightSource for GgufFile {
         self.store.find(name)
     }
 
-    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<(), StreamError> {
+    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<usize, StreamError> {
         self.store.read_raw(tensor, dst)
     }
 

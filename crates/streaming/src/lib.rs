@@ -22,6 +22,10 @@
 //!   keys, per-layer values normalised, llama.cpp's quantization label) through the seam.
 //! * [`ReadAt`] is a positional byte source (offsets, no seek): [`FileBacking`] (pread by
 //!   default, mmap opt-in, `fadvise`/`madvise` readahead) and [`MemSource`].
+//! * [`diff`] compares two models (metadata typed, tensor table, tensor data by hash) into
+//!   a typed report, as `sipllm diff` prints it.
+//! * [`OwnedStrs`] keeps a vocabulary view in one struct with the source it borrows from
+//!   (O(1) lookups, no copy), the answer to the self-referential struct an engine reaches for.
 //! * [`StreamError`] keeps either parser's error intact and adds I/O context (path, offset,
 //!   missing bytes, the magic found); [`TensorError`], [`MetaError`] and [`SplitSetError`]
 //!   say what a request or a split set got wrong. Every variant has a stable code and a
@@ -94,6 +98,7 @@
 mod backing;
 mod bounds;
 pub mod config;
+pub mod diff;
 mod error;
 #[cfg(feature = "file")]
 mod file;
@@ -110,6 +115,7 @@ mod map;
 mod meta;
 mod model;
 mod options;
+mod owned;
 mod source;
 pub mod split;
 mod store;
@@ -125,11 +131,14 @@ pub use header_bytes::HeaderBytes;
 #[cfg(feature = "file")]
 pub use input::{open_input, open_regular};
 pub use llmw_file::{LlmwFile, read_llmw_header};
-pub use meta::{FloatIter, FloatList, IntIter, IntList, Meta, MetaKind, StrIter, StrList};
+pub use meta::{
+    FloatIter, FloatIterF32, FloatList, IntIter, IntList, Meta, MetaKind, StrIter, StrList,
+};
 #[cfg(feature = "file")]
 pub use model::open_model;
 pub use model::{Format, Model, open_model_from};
 pub use options::OpenOptions;
+pub use owned::OwnedStrs;
 /// The string type of the metadata view (the parser's own: stored bytes, UTF-8 unless parsed
 /// leniently).
 pub use sipllm_gguf::value::MetaStr;

@@ -145,7 +145,7 @@ impl WeightSource for LlmwFile {
         self.store.find(name)
     }
 
-    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<(), StreamError> {
+    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<usize, StreamError> {
         self.store.read_raw(tensor, dst)
     }
 

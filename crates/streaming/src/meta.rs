@@ -161,6 +161,11 @@ impl<'a> Meta<'a> {
         }
     }
 
+    /// A float as `f32`: exact for a stored `FLOAT32`, rounded to nearest for `FLOAT64`.
+    pub fn as_f32(&self) -> Option<f32> {
+        self.as_float().map(|v| v as f32)
+    }
+
     /// A bool.
     pub fn as_bool(&self) -> Option<bool> {
         match *self {
@@ -491,6 +496,25 @@ impl<'a> FloatList<'a> {
         })
     }
 
+    /// Element `index` as `f32`, in O(1): exact for `FLOAT32` storage, rounded to nearest
+    /// otherwise.
+    pub fn get_f32(&self, index: usize) -> Option<f32> {
+        self.get(index).map(|v| v as f32)
+    }
+
+    /// The elements as `f32`, decoded as they are iterated (no allocation): exact for
+    /// `FLOAT32` storage (widening to `f64` and back is the identity), rounded to nearest
+    /// otherwise.
+    pub fn iter_f32(&self) -> FloatIterF32<'a> {
+        FloatIterF32(self.iter())
+    }
+
+    /// True when the elements are stored as 32-bit floats (a GGUF `FLOAT32` array), so the
+    /// `f32` accessors lose nothing.
+    pub fn is_f32(&self) -> bool {
+        matches!(self.repr, FloatRepr::Gguf(a) if a.elem_type() == ValueType::Float32)
+    }
+
     /// The elements as `f64`, one allocation.
     pub fn to_vec(&self) -> Vec<f64> {
         self.iter().collect()
@@ -582,6 +606,25 @@ impl Iterator for FloatIter<'_> {
 }
 
 impl ExactSizeIterator for FloatIter<'_> {}
+
+/// Iterator over a [`FloatList`] as `f32` ([`FloatList::iter_f32`]).
+#[derive(Debug, Clone)]
+pub struct FloatIterF32<'a>(FloatIter<'a>);
+
+impl Iterator for FloatIterF32<'_> {
+    type Item = f32;
+
+    #[inline]
+    fn next(&mut self) -> Option<f32> {
+        self.0.next().map(|v| v as f32)
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.0.size_hint()
+    }
+}
+
+impl ExactSizeIterator for FloatIterF32<'_> {}
 
 // ----- string lists ----------------------------------------------------------------------------
 

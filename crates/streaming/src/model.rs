@@ -329,7 +329,7 @@ impl WeightSource for Model {
         self.as_weight_source().find(name)
     }
 
-    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<(), StreamError> {
+    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<usize, StreamError> {
         self.as_weight_source().read_raw(tensor, dst)
     }
 

@@ -49,8 +49,8 @@ impl TensorInfo {
         })
     }
 
-    /// The byte size as a buffer length: what [`WeightSource::read_raw`] expects `dst.len()`
-    /// to be.
+    /// The byte size as a buffer length: the least `dst.len()` [`WeightSource::read_raw`]
+    /// takes.
     pub fn byte_len(&self) -> Result<usize, StreamError> {
         let n = self.byte_size()?;
         usize::try_from(n).map_err(|_| StreamError::TooLarge {
@@ -77,10 +77,11 @@ pub trait WeightSource: Send + Sync {
     /// The tensor with this name.
     fn find(&self, name: &str) -> Option<&TensorInfo>;
 
-    /// Reads the whole of `tensor` (one of this source's [`tensors`](Self::tensors)) into
-    /// `dst`, whose length must be the tensor's byte size
-    /// ([`TensorError::SizeMismatch`] otherwise).
-    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<(), StreamError>;
+    /// Reads the whole of `tensor` (one of this source's [`tensors`](Self::tensors)) into the
+    /// start of `dst` and returns its byte size: `dst` may be longer than the tensor (a buffer
+    /// reused for tensors of several sizes; the rest is left as it was), not shorter
+    /// ([`TensorError::SizeMismatch`]).
+    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<usize, StreamError>;
 
     /// Reads `dst.len()` bytes at absolute offset `abs_offset` (any range inside the file,
     /// e.g. a few rows of a tensor).
@@ -121,6 +122,48 @@ pub trait WeightSource: Send + Sync {
         values::read_f32_at(self, tensor, range, dst)
     }
 
+    /// The stored bytes of the tensor named `name`, in a new vector of its byte size
+    /// ([`TensorError::Missing`](crate::TensorError::Missing) if there is none). For a buffer the caller reuses, see
+    /// [`read_raw`](Self::read_raw).
+    fn read_tensor(&self, name: &str) -> Result<Vec<u8>, StreamError> {
+        let tensor = self.find(name).ok_or_else(|| {
+            StreamError::Tensor(crate::TensorError::Missing { name: name.into() })
+        })?;
+        let mut buf = vec![0u8; tensor.byte_len()?];
+        self.read_raw(tensor, &mut buf)?;
+        Ok(buf)
+    }
+
+    /// Streams all of `tensor` through `buf` (of any length but 0, which only a 0-byte tensor
+    /// takes), handing each piece in order to `each`; returns the byte count. A tensor that fits `buf` is one
+    /// [`read_raw`](Self::read_raw) (size-checked, with the readahead hint); a larger one is
+    /// read in `buf.len()` pieces with [`read_raw_at`](Self::read_raw_at), so memory stays at
+    /// `buf` whatever the tensor's size (hashing, copying to a pipe).
+    fn read_chunked(
+        &self,
+        tensor: &TensorInfo,
+        buf: &mut [u8],
+        each: &mut dyn FnMut(&[u8]),
+    ) -> Result<u64, StreamError> {
+        let n = tensor.byte_size()?;
+        if n <= buf.len() as u64 || buf.is_empty() {
+            // (An empty buffer and a non-empty tensor: `read_raw`'s size error, not a loop.)
+            let len = self.read_raw(tensor, buf)?;
+            each(buf.get(..len).unwrap_or_default());
+            return Ok(n);
+        }
+        let mut done = 0u64;
+        while done < n {
+            let len = usize::try_from(n - done).unwrap_or(buf.len()).min(buf.len());
+            let piece = buf.get_mut(..len).unwrap_or_default();
+            // In bounds: the open checked that the whole tensor lies in the source.
+            self.read_raw_at(tensor.abs_offset.saturating_add(done), piece)?;
+            each(piece);
+            done += len as u64;
+        }
+        Ok(n)
+    }
+
     /// Every metadata key, in file order.
     fn meta_keys(&self) -> Box<dyn Iterator<Item = MetaStr<'_>> + '_> {
         Box::new(self.metadata().map(|(k, _)| k))
@@ -141,6 +184,12 @@ pub trait WeightSource: Send + Sync {
     /// A float (`FLOAT32` widened exactly, or `FLOAT64`). Integers are not converted.
     fn meta_float(&self, key: &str) -> Result<f64, StreamError> {
         meta::expect(key, self.meta(key), MetaKind::Float, Meta::as_float)
+    }
+
+    /// A float as `f32` (exact for `FLOAT32`, rounded to nearest for `FLOAT64`: what an engine
+    /// computing in `f32` wants for an epsilon or a rope base). Integers are not converted.
+    fn meta_f32(&self, key: &str) -> Result<f32, StreamError> {
+        self.meta_float(key).map(|v| v as f32)
     }
 
     /// A bool.

@@ -122,24 +122,26 @@ impl TensorStore {
         &*self.source
     }
 
-    /// Reads all of `tensor` into `dst` (see
-    /// [`WeightSource::read_raw`](crate::WeightSource::read_raw)). With readahead enabled, the
-    /// next tensors in file order are prefetched before the copy starts.
-    pub fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<(), StreamError> {
+    /// Reads all of `tensor` into the start of `dst`, which may be longer, and returns its
+    /// byte size (see [`WeightSource::read_raw`](crate::WeightSource::read_raw)). With
+    /// readahead enabled, the next tensors in file order are prefetched before the copy starts.
+    pub fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<usize, StreamError> {
         let pos = self.position(tensor)?;
         let expected = tensor.byte_size()?;
-        if expected != dst.len() as u64 {
+        let prefix = usize::try_from(expected).ok().and_then(|n| dst.get_mut(..n));
+        let Some(dst) = prefix else {
             return Err(StreamError::Tensor(TensorError::SizeMismatch {
                 tensor: tensor.name.clone(),
                 expected,
                 got: dst.len() as u64,
             }));
-        }
+        };
         if self.readahead > 0 {
             // Only a hint: a failure to advise must not fail the read.
             let _ = self.read_ahead(pos);
         }
-        self.read_raw_at(tensor.abs_offset, dst)
+        self.read_raw_at(tensor.abs_offset, dst)?;
+        Ok(dst.len())
     }
 
     /// Reads `dst.len()` bytes at `abs_offset`, which must lie inside the source.

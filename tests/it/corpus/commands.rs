@@ -73,3 +73,56 @@ fn read_as_f32_equals_gguf_py_on_every_corpus_tensor() {
     }
     assert!(checked >= 8, "{checked}");
 }
+
+/// The corpus file's tensor data concatenated in directory order, located from the reference
+/// reader's view (`.expect.json`), not by this project's parser.
+fn reference_tensor_data(file: &std::path::Path) -> Vec<u8> {
+    let expect: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file.with_extension("expect.json")).unwrap())
+            .unwrap();
+    let bytes = std::fs::read(file).unwrap();
+    let base = expect["data_offset"].as_u64().unwrap() as usize;
+    let mut data = Vec::new();
+    for t in expect["tensors"].as_array().unwrap() {
+        let start = base + t["offset"].as_u64().unwrap() as usize;
+        data.extend_from_slice(&bytes[start..start + t["nbytes"].as_u64().unwrap() as usize]);
+    }
+    data
+}
+
+/// The whole-model hashes as llama-gguf-hash prints them (`%-8s  %s  %s`): of all tensor data
+/// in directory order, checked against hashes of the reference reader's bytes; the uuid as
+/// Python's `uuid` module makes a UUIDv5 in llama.cpp's namespace.
+#[test]
+#[cfg_attr(not(has_corpus), ignore = "../shared/corpus not found beside the checkout")]
+fn verify_prints_whole_model_hashes_as_llama_gguf_hash() {
+    use sha1::Sha1;
+    use sha2::{Digest, Sha256};
+    use sipllm_cli::render::json::hex;
+    let dir = temp_dir("verify-model-hash");
+    for endian in ["le", "be"] {
+        let file = sipllm_tests::path(&format!("generated/tiny-llama.{endian}.gguf"));
+        let f = file.to_str().unwrap();
+        let data = reference_tensor_data(&file);
+        let run = sipllm(&dir, &["verify", "--hash", "sha256,sha1,uuid", f]);
+        assert_eq!(run.code, Some(0), "{}", run.transcript());
+        let mut uuid_input = sipllm_cli::commands::verify::UUID_NAMESPACE.to_vec();
+        uuid_input.extend_from_slice(&data);
+        let mut u = Sha1::digest(&uuid_input)[..16].to_vec();
+        u[6] = (u[6] & 0x0f) | 0x50;
+        u[8] = (u[8] & 0x3f) | 0x80;
+        let u = hex(&u);
+        let want = format!(
+            "sha1      {}  {f}\nsha256    {}  {f}\nuuid      {}-{}-{}-{}-{}  {f}\n",
+            hex(&Sha1::digest(&data)),
+            hex(&Sha256::digest(&data)),
+            &u[0..8],
+            &u[8..12],
+            &u[12..16],
+            &u[16..20],
+            &u[20..32],
+        );
+        assert!(run.stdout.starts_with(&want), "{endian}:\n{}\nwanted:\n{want}", run.stdout);
+        assert!(run.stdout.contains("verified 8 tensors"));
+    }
+}

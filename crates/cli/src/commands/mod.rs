@@ -16,6 +16,7 @@ use crate::{Ctx, Exit};
 
 pub mod completions;
 pub mod convert;
+pub mod diff;
 pub mod edit;
 pub mod inspect;
 pub mod make_toy;

@@ -72,7 +72,13 @@ fn read_as(opened: &Opened, settings: &OpenSettings) -> String {
     }
     match (opened.format(), opened.gguf(), opened.llmw()) {
         (Format::Gguf, Some(g), _) => {
-            format!("GGUF v{}, {} profile", g.version(), settings.profile.name())
+            let alone = match (g.get_u64("split.no"), g.get_u64("split.count")) {
+                (Some(no), Some(count)) if settings.shard_only && count > 1 => {
+                    format!(", shard {} of {count} read alone", no.saturating_add(1))
+                }
+                _ => String::new(),
+            };
+            format!("GGUF v{}, {} profile{alone}", g.version(), settings.profile.name())
         }
         (Format::Llmw, _, Some(l)) => format!("LLMW v{}", l.version()),
         (format, _, _) => format.label().to_owned(),

@@ -149,3 +149,92 @@ fn completions_are_generated() {
         assert!(run.stdout.contains("validate") && run.stdout.contains("profile"), "{shell}");
     }
 }
+
+/// `--manifest-format gguf-hash` writes llama-gguf-hash's output; `--check` reads it (and
+/// sipllm's), matching tensors by name whatever path the manifest was made with.
+#[test]
+fn verify_writes_and_checks_llama_gguf_hash_manifests() {
+    let dir = temp_dir("verify-gguf-hash");
+    let file = write(&dir, "model.gguf", &valid());
+    let run = sipllm(
+        &dir,
+        &[
+            "verify",
+            "--hash",
+            "sha256,xxh64",
+            "--manifest",
+            "m.txt",
+            "--manifest-format",
+            "gguf-hash",
+            &file,
+        ],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    let text = std::fs::read_to_string(dir.join("m.txt")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // Per tensor xxh64 then sha256 (llama-gguf-hash's order), then the model's.
+    assert_eq!(lines.len(), 3 * 2 + 2, "{text}");
+    let shape = |l: &str| {
+        let (kind, rest) = l.split_at(8);
+        let (sep, rest) = rest.split_at(2);
+        let (hash, name) = rest.split_once("  ").unwrap();
+        (kind.trim_end().to_owned(), sep.to_owned(), hash.len(), name.to_owned())
+    };
+    assert_eq!(
+        shape(lines[0]),
+        ("xxh64".into(), "  ".into(), 16, "model.gguf:token_embd.weight".into())
+    );
+    assert_eq!(
+        shape(lines[1]),
+        ("sha256".into(), "  ".into(), 64, "model.gguf:token_embd.weight".into())
+    );
+    assert_eq!(shape(lines[6]), ("xxh64".into(), "  ".into(), 16, "model.gguf".into()));
+    assert_eq!(shape(lines[7]), ("sha256".into(), "  ".into(), 64, "model.gguf".into()));
+    // The per-tensor sha256 equals the sipllm manifest's.
+    let ours = sipllm(&dir, &["verify", "--manifest", "-", &file]).stdout;
+    let first_sha = ours.lines().next().unwrap().split("  ").next().unwrap();
+    assert!(lines[1].contains(first_sha));
+
+    // Checked from another path: the strongest hash (sha256) is chosen, everything matches.
+    std::fs::create_dir_all(dir.join("copy")).unwrap();
+    std::fs::copy(dir.join(&file), dir.join("copy/renamed.gguf")).unwrap();
+    let run = sipllm(&dir, &["verify", "--check", "m.txt", "copy/renamed.gguf"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(
+        run.stdout.contains("check: sha256: all 3 tensors match; the model matches"),
+        "{}",
+        run.stdout
+    );
+    let run = sipllm(&dir, &["verify", "--check", "m.txt", "--hash", "xxh64,sha256", &file]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(run.stdout.contains("check: xxh64: all 3 tensors match; the model matches"));
+
+    // One tensor hash and the model hash tampered with: both reported, exit 1.
+    let flip = |l: &str| {
+        let at = 10;
+        let c = if l.as_bytes()[at] == b'0' { "1" } else { "0" };
+        format!("{}{c}{}", &l[..at], &l[at + 1..])
+    };
+    let mut tampered: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    tampered[3] = flip(&tampered[3]); // sha256 of blk.0.attn_q.weight
+    tampered[7] = flip(&tampered[7]); // the model's sha256
+    std::fs::write(dir.join("bad.txt"), tampered.join("\n")).unwrap();
+    let run = sipllm(&dir, &["verify", "--check", "bad.txt", &file]);
+    assert_eq!(run.code, Some(1), "{}", run.transcript());
+    let mismatches: Vec<&str> = run.stdout.lines().filter(|l| l.starts_with("MISMATCH")).collect();
+    assert_eq!(mismatches.len(), 2, "{}", run.stdout);
+    assert!(mismatches[0].contains("blk.0.attn_q.weight: hash"));
+    assert!(mismatches[1].starts_with("MISMATCH  model: sha256 "));
+
+    // A model-only manifest (llama-gguf-hash --no-layer) checks the model line alone.
+    std::fs::write(dir.join("model-only.txt"), format!("{}\n", lines[7])).unwrap();
+    let run = sipllm(&dir, &["verify", "--check", "model-only.txt", &file]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(run.stdout.contains("check: sha256: the model matches"));
+
+    // A sipllm manifest holds one hash; uuid has no per-tensor hash.
+    for hash in ["sha256,xxh64", "uuid"] {
+        let run = sipllm(&dir, &["verify", "--hash", hash, "--manifest", "x.txt", &file]);
+        assert_eq!(run.code, Some(2), "{}", run.transcript());
+    }
+}

@@ -133,7 +133,7 @@ fn every_truncation_renders_without_panicking() {
     for len in 0..=bytes.len() {
         std::fs::write(&path, &bytes[..len]).unwrap();
         for profile in [Profile::Strict, Profile::LlamaCpp, Profile::Lenient] {
-            let outcome = check(&path, &OpenSettings { profile, allow_v1: false }, false);
+            let outcome = check(&path, &OpenSettings { profile, ..OpenSettings::default() }, false);
             let backing = FileBacking::open(&path, Backend::Pread).unwrap();
             for f in outcome.findings {
                 assert!(f.offset.is_some_and(|o| o <= len as u64), "{f:?} at len {len}");

@@ -7,6 +7,7 @@
 //! * `commands`: `read`, `verify`, `tensors`, `completions`, `.llmw` files;
 //! * `edit`: `edit` out of place and in place, every refusal, crashes and recovery;
 //! * `convert`: `convert` value mapping, the unsupported-key list and refusals, and `make-toy`;
+//! * `diff`: `diff` and `--diffable`, and `--shard-only` on an incomplete split set;
 //! * `safety`: concurrent and interrupted writers, outputs that are inputs, modes, symlinks,
 //!   big split sets, killed re-splits (issue 16);
 //! * `split`: `split` and `merge` refusals, and every reading command on a split set;
@@ -18,6 +19,7 @@
 mod bounds;
 mod commands;
 mod convert;
+mod diff;
 mod edit;
 mod exit_codes;
 mod files;

@@ -140,7 +140,7 @@ fn inputs() -> (Vec<Mutant>, bool) {
 /// sipllm's answer, in the dumper's JSON shape (C-string keys and names, as ggml returns
 /// them), or the code of the error `validate` reported.
 fn sipllm(path: &Path) -> Result<Json, String> {
-    let settings = OpenSettings { profile: Profile::LlamaCpp, allow_v1: false };
+    let settings = OpenSettings { profile: Profile::LlamaCpp, ..OpenSettings::default() };
     let outcome = validate::check(path, &settings, false);
     if outcome.exit != Exit::Ok {
         return Err(outcome.findings.last().map_or("?", |f| f.code).to_string());

@@ -351,3 +351,53 @@ fn pad_to_refuses_padding_a_reader_would_refuse_without_building_it() {
     let edited = [&header[..], &src[g.data_offset() as usize..]].concat();
     assert_eq!(parse(&edited).data_offset(), target);
 }
+
+/// Keys are text or bytes alike, and every numeric array type has a constructor whose
+/// elements parse back with their type.
+#[test]
+fn str_keys_and_numeric_array_constructors_round_trip() {
+    let mut w = GgufWriter::new();
+    let owned_key = String::from("general.owned");
+    w.set("general.name", Value::from("tiny"))
+        .set(&owned_key, Value::from(String::from("owned")))
+        .set(String::from("llama.block_count"), Value::from(2u32))
+        .set(b"llama.rope.freq_base", Value::from(5e5f32))
+        .set("u8s", Value::uint8s([1, 255]))
+        .set("i8s", Value::int8s([-1, 7]))
+        .set("u16s", Value::uint16s([65535]))
+        .set("i16s", Value::int16s([-32768]))
+        .set("u32s", Value::uint32s([8, 8, 4]))
+        .set("i32s", Value::int32s([1, 3, 3]))
+        .set("u64s", Value::uint64s([u64::MAX]))
+        .set("i64s", Value::int64s([i64::MIN]))
+        .set("f32s", Value::float32s([0.5, -1e-5]))
+        .set("f64s", Value::float64s([1e300]))
+        .set("bools", Value::bools([true, false]))
+        .set("empty", Value::float32s(std::iter::empty()));
+    assert_eq!(w.get("llama.block_count"), Some(&Value::Uint32(2)));
+    assert_eq!(w.get(b"general.name"), Some(&Value::str("tiny")));
+    // Setting an existing key by text replaces it in place.
+    w.set("general.name", Value::str("renamed"));
+    assert_eq!(w.kvs().iter().filter(|(k, _)| k.as_ref() == b"general.name").count(), 1);
+    assert!(w.remove("general.owned"));
+    assert!(!w.remove("general.owned"));
+    let bytes = w.to_bytes(|_| Vec::new()).unwrap();
+    let g = parse(&bytes);
+    assert_eq!(g.get_str("general.name"), Some("renamed"));
+    assert_eq!(g.get("general.owned"), None);
+    assert_eq!(g.get("llama.rope.freq_base"), Some(MetaValue::Float32(5e5)));
+    let arr = |k: &str| g.get_array(k).unwrap();
+    assert_eq!(arr("u8s").to_vec::<u8>().unwrap(), [1, 255]);
+    assert_eq!(arr("i8s").to_vec::<i8>().unwrap(), [-1, 7]);
+    assert_eq!(arr("u16s").to_vec::<u16>().unwrap(), [65535]);
+    assert_eq!(arr("i16s").to_vec::<i16>().unwrap(), [-32768]);
+    assert_eq!(arr("u32s").to_vec::<u32>().unwrap(), [8, 8, 4]);
+    assert_eq!(arr("i32s").to_vec::<i32>().unwrap(), [1, 3, 3]);
+    assert_eq!(arr("u64s").to_vec::<u64>().unwrap(), [u64::MAX]);
+    assert_eq!(arr("i64s").to_vec::<i64>().unwrap(), [i64::MIN]);
+    assert_eq!(arr("f32s").to_vec::<f32>().unwrap(), [0.5, -1e-5]);
+    assert_eq!(arr("f64s").to_vec::<f64>().unwrap(), [1e300]);
+    assert_eq!(arr("bools").to_vec::<bool>().unwrap(), [true, false]);
+    assert_eq!(arr("empty").elem_type(), ValueType::Float32);
+    assert!(arr("empty").is_empty());
+}

@@ -465,7 +465,7 @@ impl WeightSource for SplitFile {
         self.tensors.get(i as usize)
     }
 
-    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<(), StreamError> {
+    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<usize, StreamError> {
         let (s, local) = self.shard_tensor(tensor).ok_or_else(|| Self::not_in_source(tensor))?;
         let shard = self.shards.get(s).ok_or_else(|| Self::not_in_source(tensor))?;
         shard.file.read_raw(local, dst)

@@ -204,7 +204,7 @@ impl WeightSource for ToySource {
     fn find(&self, name: &str) -> Option<&TensorInfo> {
         self.store.find(name)
     }
-    fn read_raw(&self, t: &TensorInfo, dst: &mut [u8]) -> Result<(), StreamError> {
+    fn read_raw(&self, t: &TensorInfo, dst: &mut [u8]) -> Result<usize, StreamError> {
         self.store.read_raw(t, dst)
     }
     fn read_raw_at(&self, offset: u64, dst: &mut [u8]) -> Result<(), StreamError> {
@@ -316,4 +316,44 @@ fn another_format_is_indistinguishable_through_the_seam() {
     let metas: Vec<Vec<(String, Meta<'_>)>> =
         sources.iter().map(|s| s.metadata().map(|(k, v)| (k.to_string(), v)).collect()).collect();
     assert_eq!(metas[0], metas[1], "the collapsed views compare equal across formats");
+}
+
+/// Float arrays and scalars read as `f32`: exact for FLOAT32 storage (values an `f64` view
+/// would show as `9.999999747378752e-6` come back as `1e-5`), rounded for FLOAT64.
+#[test]
+fn floats_read_as_f32() {
+    let scores = [1e-5f32, -0.1, f32::MAX, f32::MIN_POSITIVE / 2.0, f32::INFINITY];
+    let bytes = GgufBuilder::new()
+        .kv(
+            "scores",
+            Value::array(ValueType::Float32, scores.iter().map(|&v| Value::Float32(v)).collect()),
+        )
+        .kv(
+            "wide",
+            Value::array(ValueType::Float64, vec![Value::Float64(0.1), Value::Float64(1e300)]),
+        )
+        .kv("eps", Value::Float32(1e-5))
+        .kv("base", Value::Float64(0.1))
+        .build();
+    let f = GgufFile::from_source(MemSource::new(bytes), &OpenOptions::default()).unwrap();
+    let list = f.meta_floats("scores").unwrap();
+    assert!(list.is_f32());
+    let got: Vec<f32> = list.iter_f32().collect();
+    assert_eq!(got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), scores.map(f32::to_bits));
+    assert_eq!(list.iter_f32().len(), 5);
+    assert_eq!(list.get_f32(0), Some(1e-5));
+    assert_eq!(list.get_f32(5), None);
+    assert_eq!(list.to_vec_f32(), got);
+    let wide = f.meta_floats("wide").unwrap();
+    assert!(!wide.is_f32());
+    assert_eq!(wide.iter_f32().collect::<Vec<_>>(), [0.1f32, f32::INFINITY]);
+    assert_eq!(f.meta_f32("eps").unwrap(), 1e-5f32);
+    assert_eq!(f.meta_f32("base").unwrap(), 0.1f32);
+    assert_eq!(f.meta("eps").unwrap().as_f32(), Some(1e-5f32));
+    assert_eq!(f.meta_f32("scores").unwrap_err().code(), "stream::meta::type_mismatch");
+    // Slices of f64 (other formats) read as f32 too.
+    let slice = [0.5f64, 0.1];
+    let fl = FloatList::from_slice("k", &slice);
+    assert!(!fl.is_f32());
+    assert_eq!(fl.iter_f32().collect::<Vec<_>>(), [0.5f32, 0.1]);
 }

@@ -62,7 +62,7 @@ fn small_file() -> GgufFile {
 fn read_raw_checks_the_buffer_size() {
     let file = small_file();
     let a = file.find("a").unwrap();
-    for len in [0, 127, 129] {
+    for len in [0, 1, 127] {
         let err = file.read_raw(a, &mut vec![0u8; len]).unwrap_err();
         assert_eq!(err.code(), "stream::read::size_mismatch");
         assert_eq!(
@@ -70,6 +70,34 @@ fn read_raw_checks_the_buffer_size() {
             format!("tensor \"a\" has 128 bytes but the destination buffer has {len}")
         );
     }
+}
+
+/// A longer buffer is filled from the start and the count returned; its tail is untouched.
+#[test]
+fn read_raw_fills_a_prefix_of_a_longer_buffer() {
+    let file = small_file();
+    let a = file.find("a").unwrap();
+    let mut exact = vec![0u8; 128];
+    assert_eq!(file.read_raw(a, &mut exact).unwrap(), 128);
+    let mut long = vec![0xaau8; 300];
+    assert_eq!(file.read_raw(a, &mut long).unwrap(), 128);
+    assert_eq!(long[..128], exact[..]);
+    assert!(long[128..].iter().all(|&b| b == 0xaa), "the tail is left as it was");
+}
+
+#[test]
+fn read_tensor_returns_the_bytes_or_names_the_missing_tensor() {
+    let file = small_file();
+    let a = file.find("a").unwrap();
+    let mut exact = vec![0u8; a.byte_len().unwrap()];
+    file.read_raw(a, &mut exact).unwrap();
+    assert_eq!(file.read_tensor("a").unwrap(), exact);
+    let err = file.read_tensor("nope").unwrap_err();
+    assert_eq!(err.code(), "stream::tensor::missing");
+    assert_eq!(err.to_string(), "no tensor named \"nope\"");
+    // Through the boxed seam too.
+    let boxed: Box<dyn WeightSource> = Box::new(small_file());
+    assert_eq!(boxed.read_tensor("a").unwrap(), exact);
 }
 
 #[test]
@@ -290,4 +318,29 @@ fn bad_magic_keeps_the_parser_error_intact() {
         Some(parse.to_string()),
         "the parser error is the source"
     );
+}
+
+/// `read_chunked` hands over the tensor's bytes in order, whole when they fit the buffer and in
+/// buffer-sized pieces otherwise; an empty buffer is a size error, not an endless loop.
+#[test]
+fn read_chunked_streams_a_tensor_through_any_buffer() {
+    let file = small_file();
+    let a = file.find("a").unwrap();
+    let whole = file.read_tensor("a").unwrap();
+    for size in [1usize, 3, 64, 127, 128, 1000] {
+        let mut buf = vec![0u8; size];
+        let mut got = Vec::new();
+        let mut pieces = 0;
+        let n = file
+            .read_chunked(a, &mut buf, &mut |p| {
+                pieces += 1;
+                got.extend_from_slice(p)
+            })
+            .unwrap();
+        assert_eq!(n, 128);
+        assert_eq!(got, whole, "buffer of {size}");
+        assert_eq!(pieces, 128usize.div_ceil(size), "buffer of {size}");
+    }
+    let e = file.read_chunked(a, &mut [], &mut |_| {}).unwrap_err();
+    assert_eq!(e.code(), "stream::read::size_mismatch");
 }
