@@ -139,20 +139,27 @@ fn candle(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Option<()> {
 
 /// gguf-py's `gguf.quants.dequantize` on the same bytes (written to a temporary file), in a
 /// child `python` process: the median GB/s of `runs` timed calls, or why it could not run.
-fn gguf_py(python: &str, ty: GgmlType, src: &[u8], runs: usize) -> Result<f64, String> {
+fn gguf_py(
+    python: &str,
+    ty: GgmlType,
+    src: &[u8],
+    runs: usize,
+    clock: Clock,
+) -> Result<f64, String> {
     const SCRIPT: &str = r#"
 import sys, time
 import numpy as np
 from gguf import GGMLQuantizationType as T
 from gguf.quants import dequantize
 path, name, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+clock = time.thread_time if sys.argv[4] == "thread" else time.perf_counter
 raw = np.fromfile(path, dtype=np.uint8)
 dequantize(raw, T[name])
 times = []
 for _ in range(runs):
-    t = time.perf_counter()
+    t = clock()
     out = dequantize(raw, T[name])
-    times.append(time.perf_counter() - t)
+    times.append(clock() - t)
     del out
 times.sort()
 print(times[len(times) // 2])
@@ -162,7 +169,11 @@ print(times[len(times) // 2])
     let out = std::process::Command::new(python)
         .args(["-c", SCRIPT])
         .arg(&path)
-        .args([ty.name(), &runs.to_string()])
+        .args([
+            ty.name(),
+            &runs.to_string(),
+            if clock == Clock::Thread { "thread" } else { "wall" },
+        ])
         .output();
     let _ = std::fs::remove_file(&path);
     let out = out.map_err(|e| e.to_string())?;
@@ -293,7 +304,7 @@ fn main() {
                 } else {
                     (a.python_mb * 1_000_000).min(src.len()) / size * size
                 };
-                match gguf_py(python, ty, &src[..len], a.runs) {
+                match gguf_py(python, ty, &src[..len], a.runs, a.clock) {
                     Ok(g) => (format!("{g:.3}"), format!("{:.0}x", ours / g)),
                     Err(e) => panic!("gguf-py: {e}"),
                 }
