@@ -1,9 +1,15 @@
 //! Single-thread dequantization throughput (GB/s of f32 output) of sipllm-quants (dispatched
-//! and scalar kernels, and over 2 threads) and candle-core, on the same random blocks.
+//! and scalar kernels, and over 2 threads), candle-core and optionally gguf-py, on the same
+//! random blocks, in one run.
 //!
-//!     cargo run --release -- [INPUT_MB=250] [TYPE...]
-
-use std::time::Instant;
+//!     cargo run --release -- [--mb 250] [--runs 5] [--fresh] [--gguf-py PYTHON]
+//!                            [--gguf-py-mb 25] [TYPE...]
+//!
+//! `--hash` prints an FNV-1a hash of the values' bits (to compare with other readers).
+//! `--cpu-time` times one-thread runs by the thread's CPU time instead of the wall clock.
+//! `--fresh` times every run on a newly allocated output (page faults included) instead of
+//! one reused, pre-faulted buffer; `--gguf-py` needs `pip install gguf==0.19.0 numpy` in
+//! that Python.
 
 use candle_core::quantized::k_quants::{self as ck, GgmlType as _};
 use sipllm_quants::GgmlType;
@@ -35,15 +41,70 @@ fn input(ty: GgmlType, bytes: usize) -> Vec<u8> {
     v
 }
 
-fn best<F: FnMut()>(mut f: F) -> f64 {
-    f();
-    (0..3)
+/// What a run's time is.
+#[derive(Clone, Copy, PartialEq)]
+enum Clock {
+    /// Wall-clock time.
+    Wall,
+    /// The calling thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`): on a machine shared with
+    /// other jobs it leaves out the time the thread waited for a core, though not the memory
+    /// bandwidth the others take. Only for one-thread runs.
+    Thread,
+}
+
+impl Clock {
+    fn now(self) -> f64 {
+        let id = match self {
+            Clock::Wall => libc::CLOCK_MONOTONIC,
+            Clock::Thread => libc::CLOCK_THREAD_CPUTIME_ID,
+        };
+        let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `t` is a valid timespec to write; `id` is a clock Linux has.
+        assert_eq!(unsafe { libc::clock_gettime(id, &mut t) }, 0);
+        t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+    }
+}
+
+/// How each timed run gets its output buffer.
+#[derive(Clone, Copy, PartialEq)]
+enum Output {
+    /// One buffer, allocated and written once before timing, reused by every run: the
+    /// kernels' own speed (what a streaming reader with a reused chunk buffer sees).
+    Reused,
+    /// A fresh `vec![0f32; n]` per run, inside the timing (what `Vec`-returning callers
+    /// see): the kernel's page faults and the kernel zeroing pages are part of the time.
+    Fresh,
+}
+
+/// The median of `runs` timings (after one untimed warm-up run) of `f` on `reused` (already
+/// written once) or on fresh buffers of its length, as `Output` says.
+fn median(
+    runs: usize,
+    reused: &mut [f32],
+    mode: Output,
+    clock: Clock,
+    mut f: impl FnMut(&mut [f32]),
+) -> f64 {
+    let n = reused.len();
+    f(reused);
+    let mut times: Vec<f64> = (0..runs)
         .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed().as_secs_f64()
+            if mode == Output::Fresh {
+                let t = clock.now();
+                let mut dst = vec![0f32; n];
+                f(&mut dst);
+                let e = clock.now() - t;
+                drop(std::hint::black_box(dst));
+                e
+            } else {
+                let t = clock.now();
+                f(reused);
+                clock.now() - t
+            }
         })
-        .fold(f64::INFINITY, f64::min)
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
 }
 
 /// Reinterprets bytes as candle blocks (the bench's one `unsafe`).
@@ -76,32 +137,184 @@ fn candle(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Option<()> {
     Some(())
 }
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let mb: usize = args.next().map_or(250, |a| a.parse().expect("INPUT_MB"));
-    let names: Vec<String> = args.collect();
-    let types: Vec<GgmlType> = if names.is_empty() {
-        sipllm_quants::SUPPORTED.to_vec()
-    } else {
-        names.iter().map(|n| GgmlType::from_name(n).expect("type name")).collect()
+/// gguf-py's `gguf.quants.dequantize` on the same bytes (written to a temporary file), in a
+/// child `python` process: the median GB/s of `runs` timed calls, or why it could not run.
+fn gguf_py(
+    python: &str,
+    ty: GgmlType,
+    src: &[u8],
+    runs: usize,
+    clock: Clock,
+) -> Result<f64, String> {
+    const SCRIPT: &str = r#"
+import sys, time
+import numpy as np
+from gguf import GGMLQuantizationType as T
+from gguf.quants import dequantize
+path, name, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+clock = time.thread_time if sys.argv[4] == "thread" else time.perf_counter
+raw = np.fromfile(path, dtype=np.uint8)
+dequantize(raw, T[name])
+times = []
+for _ in range(runs):
+    t = clock()
+    out = dequantize(raw, T[name])
+    times.append(clock() - t)
+    del out
+times.sort()
+print(times[len(times) // 2])
+"#;
+    let path = std::env::temp_dir().join(format!("quants-peers-{}.bin", std::process::id()));
+    std::fs::write(&path, src).map_err(|e| e.to_string())?;
+    let out = std::process::Command::new(python)
+        .args(["-c", SCRIPT])
+        .arg(&path)
+        .args([
+            ty.name(),
+            &runs.to_string(),
+            if clock == Clock::Thread { "thread" } else { "wall" },
+        ])
+        .output();
+    let _ = std::fs::remove_file(&path);
+    let out = out.map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let secs: f64 =
+        String::from_utf8_lossy(&out.stdout).trim().parse().map_err(|e| format!("{e}"))?;
+    let n = sipllm_quants::element_count(ty, src.len()).unwrap();
+    Ok((n * 4) as f64 / 1e9 / secs)
+}
+
+struct Args {
+    mb: usize,
+    runs: usize,
+    mode: Output,
+    clock: Clock,
+    python: Option<String>,
+    python_mb: usize,
+    hash: bool,
+    types: Vec<GgmlType>,
+}
+
+fn args() -> Args {
+    let mut a = Args {
+        mb: 250,
+        runs: 5,
+        mode: Output::Reused,
+        clock: Clock::Wall,
+        python: None,
+        python_mb: 25,
+        hash: false,
+        types: vec![],
     };
-    println!("input {mb} MB per type; GB/s of f32 output, best of 3, one thread unless noted");
-    println!("{:<8} {:>8} {:>8} {:>9} {:>8} {:>8} {:>8}", "type", "ours", "scalar", "ours x2", "candle", "/candle", "x2/x1");
-    for ty in types {
-        let src = input(ty, mb * 1_000_000);
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().unwrap_or_else(|| panic!("{arg} needs a value"));
+        match arg.as_str() {
+            "--mb" => a.mb = value().parse().expect("--mb MB"),
+            "--runs" => a.runs = value().parse().expect("--runs N"),
+            "--fresh" => a.mode = Output::Fresh,
+            "--cpu-time" => a.clock = Clock::Thread,
+            "--hash" => a.hash = true,
+            "--gguf-py" => a.python = Some(value()),
+            "--gguf-py-mb" => a.python_mb = value().parse().expect("--gguf-py-mb MB"),
+            name => a.types.push(GgmlType::from_name(name).expect("a type name")),
+        }
+    }
+    if a.types.is_empty() {
+        a.types = sipllm_quants::SUPPORTED.to_vec();
+    }
+    a
+}
+
+fn main() {
+    let a = args();
+    let mode = if a.mode == Output::Fresh {
+        "a fresh output Vec per run"
+    } else {
+        "one reused, pre-faulted output"
+    };
+    let clock = if a.clock == Clock::Thread { "thread CPU time (x2: wall)" } else { "wall time" };
+    println!(
+        "input {} MB per type; GB/s of f32 output, median of {} runs, {mode}, {clock}; one thread unless noted",
+        a.mb, a.runs
+    );
+    if a.python.is_some() {
+        println!(
+            "gguf-py: the same bytes, its own fresh output; F16/BF16 all of them, other types the first {} MB",
+            a.python_mb
+        );
+    }
+    println!(
+        "{:<8} {:>7} {:>7} {:>8} {:>7} {:>8} {:>6} {:>8} {:>8}",
+        "type", "ours", "scalar", "ours x2", "candle", "/candle", "x2/x1", "gguf-py", "/gguf-py"
+    );
+    for &ty in &a.types {
+        let src = input(ty, a.mb * 1_000_000);
         let n = sipllm_quants::element_count(ty, src.len()).unwrap();
-        let mut dst = vec![0f32; n];
         let gb = (n * 4) as f64 / 1e9;
-        let ours = gb / best(|| sipllm_quants::dequantize(ty, &src, &mut dst).unwrap());
-        let reference = dst.clone();
-        let scalar = gb / best(|| sipllm_quants::dequantize_scalar(ty, &src, &mut dst).unwrap());
-        assert!(dst.iter().zip(&reference).all(|(a, b)| a.to_bits() == b.to_bits()));
-        let par = gb / best(|| sipllm_quants::dequantize_parallel(ty, &src, &mut dst, 2).unwrap());
-        let theirs = candle(ty, &src, &mut dst).map(|()| gb / best(|| candle(ty, &src, &mut dst).unwrap()));
+        let mut reference = vec![0f32; n];
+        let mut out = vec![0f32; n];
+        sipllm_quants::dequantize_scalar(ty, &src, &mut reference).unwrap();
+        let ours = gb
+            / median(a.runs, &mut out, a.mode, a.clock, |d| {
+                sipllm_quants::dequantize(ty, &src, d).unwrap()
+            });
+        let scalar = gb
+            / median(a.runs, &mut out, a.mode, a.clock, |d| {
+                sipllm_quants::dequantize_scalar(ty, &src, d).unwrap()
+            });
+        let par = gb
+            / median(a.runs, &mut out, a.mode, Clock::Wall, |d| {
+                sipllm_quants::dequantize_parallel(ty, &src, d, 2).unwrap()
+            });
+        let check = &mut out;
+        sipllm_quants::dequantize(ty, &src, check).unwrap();
+        assert!(
+            check.iter().zip(&reference).all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{ty}: not the scalar bits"
+        );
+        sipllm_quants::dequantize_parallel(ty, &src, check, 2).unwrap();
+        assert!(
+            check.iter().zip(&reference).all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{ty}: x2 not the scalar bits"
+        );
+        let hash = if a.hash {
+            // FNV-1a over the values' bits, to compare with other implementations' output.
+            let h = reference.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, x| {
+                (h ^ u64::from(x.to_bits())).wrapping_mul(0x100_0000_01b3)
+            });
+            format!("  fnv {h:016x}")
+        } else {
+            String::new()
+        };
+        let theirs = candle(ty, &src, &mut out).map(|()| {
+            gb / median(a.runs, &mut out, a.mode, a.clock, |d| candle(ty, &src, d).unwrap())
+        });
         let (c, ratio) = match theirs {
             Some(c) => (format!("{c:.2}"), format!("{:.1}x", ours / c)),
             None => ("-".into(), "-".into()),
         };
-        println!("{:<8} {ours:>8.2} {scalar:>8.2} {par:>9.2} {c:>8} {ratio:>8} {:>7.2}x", ty.name(), par / ours);
+        let (py, py_ratio) = match &a.python {
+            Some(python) if ty != GgmlType::F32 => {
+                let (_, size) = sipllm_quants::block_layout(ty).unwrap();
+                let len = if matches!(ty, GgmlType::F16 | GgmlType::BF16) {
+                    src.len()
+                } else {
+                    (a.python_mb * 1_000_000).min(src.len()) / size * size
+                };
+                match gguf_py(python, ty, &src[..len], a.runs, a.clock) {
+                    Ok(g) => (format!("{g:.3}"), format!("{:.0}x", ours / g)),
+                    Err(e) => panic!("gguf-py: {e}"),
+                }
+            }
+            _ => ("-".into(), "-".into()),
+        };
+        println!(
+            "{:<8} {ours:>7.2} {scalar:>7.2} {par:>8.2} {c:>7} {ratio:>8} {:>5.2}x {py:>8} {py_ratio:>8}{hash}",
+            ty.name(),
+            par / ours
+        );
     }
 }

@@ -54,7 +54,7 @@ fn u32_at(b: &[u8], i: usize) -> u32 {
 /// Without this, the payload of a result with two NaN operands would depend on which operand
 /// order LLVM picked (it treats `+` as commutative), and SIMD and scalar code could differ.
 #[inline(always)]
-fn nan_first(a: f32, b: f32) -> f32 {
+pub(crate) fn nan_first(a: f32, b: f32) -> f32 {
     if a.is_nan() { 0.0 } else { b }
 }
 

@@ -1,11 +1,14 @@
 //! Run-time selected SIMD kernels: the crate's only `unsafe`.
 //!
-//! On x86_64 with AVX2 every type runs through kernels compiled for AVX2: the portable block
-//! kernels of [`crate::scalar`] instantiated inside `#[target_feature(enable = "avx2")]`
-//! functions (LLVM vectorizes them with 256-bit registers), and hand-written intrinsics where
-//! that is not enough (F16, Q8_0, Q4_K, Q6_K). The only `unsafe` is calling those functions
-//! after `is_x86_feature_detected!` said the CPU has AVX2, and the intrinsics' unaligned loads
-//! and stores, each on a slice whose length the loop has checked. No kernel uses FMA or
+//! On x86_64 with AVX2 and F16C, every type runs through kernels compiled for those features:
+//! hand-written intrinsics for the element-wise and 32-value types (F16, BF16, Q4_0, Q4_1,
+//! Q5_0, Q5_1, Q8_0), and for the others the portable block kernels of [`crate::scalar`]
+//! instantiated inside a `#[target_feature(enable = "avx2,f16c")]` function (LLVM vectorizes
+//! them with 256-bit registers). On aarch64 with NEON, hand-written NEON kernels for F16, BF16,
+//! Q4_0, Q4_1 and Q8_0; the other types' portable kernels already compile to NEON code (a
+//! baseline feature there). The only `unsafe` is calling the dispatchers after the run-time
+//! feature check said the CPU has what they need, and the intrinsics' unaligned loads and
+//! stores, each on an array reference of exactly the size it moves. No kernel uses FMA or
 //! reorders an operation: results are the scalar kernels' bits (tests/it/simd.rs).
 #![allow(unsafe_code)]
 
@@ -16,10 +19,21 @@ use sipllm_gguf::GgmlType;
 pub(crate) fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above), the only requirement of
-            // the `#[target_feature(enable = "avx2")]` functions `x86::dispatch` calls.
+        if std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("f16c")
+        {
+            // SAFETY: the CPU supports AVX2 and F16C (checked just above), the only
+            // requirement of the `#[target_feature(enable = "avx2,f16c")]` functions
+            // `x86::dispatch` calls.
             return unsafe { x86::dispatch(ty, src, dst) };
+        }
+    }
+    #[cfg(all(target_arch = "aarch64", not(miri)))]
+    {
+        if std::arch::is_aarch64_feature_detected!("neon") {
+            // SAFETY: the CPU supports NEON (checked just above), the only requirement of
+            // the `#[target_feature(enable = "neon")]` functions `arm::dispatch` calls.
+            return unsafe { arm::dispatch(ty, src, dst) };
         }
     }
     let _ = (ty, src, dst);
@@ -32,21 +46,30 @@ mod x86 {
 
     use sipllm_gguf::GgmlType;
 
-    use crate::scalar::{self, blocks};
+    use crate::scalar::{self, blocks, f16_to_f32, nan_first};
 
     /// # Safety
-    /// The CPU must support AVX2.
-    #[target_feature(enable = "avx2")]
+    /// The CPU must support AVX2 and F16C.
+    #[target_feature(enable = "avx2,f16c")]
     pub(super) unsafe fn dispatch(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> bool {
+        // The portable kernels are `#[inline(always)]` and inlined here, so vectorized for
+        // AVX2; the intrinsic ones are called from closures defined here, which inherit this
+        // function's target features. (A kernel called through `&F` would go through a call
+        // shim compiled without them: 2x slower.)
         match ty {
-            GgmlType::F32 => scalar::f32(src, dst),
-            GgmlType::F16 => f16(src, dst),
-            GgmlType::BF16 => scalar::bf16(src, dst),
-            GgmlType::Q4_0 => blocks(src, dst, scalar::q4_0),
-            GgmlType::Q4_1 => blocks(src, dst, scalar::q4_1),
-            GgmlType::Q5_0 => blocks(src, dst, scalar::q5_0),
-            GgmlType::Q5_1 => blocks(src, dst, scalar::q5_1),
-            GgmlType::Q8_0 => blocks(src, dst, scalar::q8_0),
+            GgmlType::F32 => elements::<32, 8>(
+                src,
+                dst,
+                |b: &[u8; 32], o: &mut [f32; 8]| scalar::f32(b, o),
+                scalar::f32,
+            ),
+            GgmlType::F16 => elements::<16, 8>(src, dst, |b, o| f16x8(b, o), scalar::f16),
+            GgmlType::BF16 => elements::<16, 8>(src, dst, |b, o| bf16x8(b, o), scalar::bf16),
+            GgmlType::Q4_0 => blocks(src, dst, |b, o| q4_0(b, o)),
+            GgmlType::Q4_1 => blocks(src, dst, |b, o| q4_1(b, o)),
+            GgmlType::Q5_0 => blocks(src, dst, |b, o| q5_0(b, o)),
+            GgmlType::Q5_1 => blocks(src, dst, |b, o| q5_1(b, o)),
+            GgmlType::Q8_0 => blocks(src, dst, |b, o| q8_0(b, o)),
             GgmlType::Q2_K => blocks(src, dst, scalar::q2_k),
             GgmlType::Q3_K => blocks(src, dst, scalar::q3_k),
             GgmlType::Q4_K => blocks(src, dst, scalar::q4_k),
@@ -70,44 +93,382 @@ mod x86 {
         true
     }
 
-    /// F16 → F32 in integer arithmetic (exact, NaN payloads and signalling NaNs kept, which
-    /// `vcvtph2ps` would not guarantee), 16 values per iteration.
-    #[target_feature(enable = "avx2")]
-    fn f16(src: &[u8], dst: &mut [f32]) {
-        let (inp, rest_in) = src.as_chunks::<16>();
-        let (out, rest_out) = dst.as_chunks_mut::<8>();
-        for (i, o) in inp.iter().zip(out.iter_mut()) {
-            // SAFETY: `i` is 16 readable bytes and `o` 8 writable f32 (32 bytes); the
-            // intrinsics are unaligned loads and stores of exactly those sizes.
-            unsafe {
-                let h = _mm256_cvtepu16_epi32(_mm_loadu_si128(i.as_ptr().cast()));
-                _mm256_storeu_ps(o.as_mut_ptr(), f16x8(h));
-            }
-        }
-        let done = out.len().min(inp.len()) * 8;
-        let _ = rest_out;
-        scalar::f16(rest_in, &mut dst[done..]);
+    /// An element-wise type: vectors of `N` values from `B` bytes through `vector`, the
+    /// remainder (under `N` values) through `scalar`.
+    #[target_feature(enable = "avx2,f16c")]
+    #[inline]
+    fn elements<const B: usize, const N: usize>(
+        src: &[u8],
+        dst: &mut [f32],
+        vector: impl Fn(&[u8; B], &mut [f32; N]),
+        scalar: fn(&[u8], &mut [f32]),
+    ) {
+        let whole = src.len() / B;
+        let (src, src_rest) = src.split_at(whole * B);
+        let (dst, dst_rest) = dst.split_at_mut(whole * N);
+        blocks(src, dst, vector);
+        scalar(src_rest, dst_rest);
     }
 
-    /// Eight f16 bit patterns (zero-extended to 32 bits) to f32.
+    /// Loads 16 bytes.
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn f16x8(h: __m256i) -> __m256 {
-        let sign = _mm256_slli_epi32(_mm256_and_si256(h, _mm256_set1_epi32(0x8000)), 16);
-        let em = _mm256_and_si256(h, _mm256_set1_epi32(0x7fff));
-        // Normal numbers: rebias the exponent (15 → 127).
-        let normal = _mm256_add_epi32(_mm256_slli_epi32(em, 13), _mm256_set1_epi32(112 << 23));
-        // Inf and NaN: the exponent goes to 255 (add the rebias twice), mantissa kept.
-        let is_max = _mm256_cmpgt_epi32(em, _mm256_set1_epi32(0x7bff));
-        let normal =
-            _mm256_add_epi32(normal, _mm256_and_si256(is_max, _mm256_set1_epi32(112 << 23)));
-        // Zero and subnormals: em * 2^-24, exact.
-        let is_small = _mm256_cmpgt_epi32(_mm256_set1_epi32(0x0400), em);
-        let small = _mm256_castps_si256(_mm256_mul_ps(
-            _mm256_cvtepi32_ps(em),
-            _mm256_set1_ps(f32::from_bits(0x3380_0000)),
+    fn load16(b: &[u8; 16]) -> __m128i {
+        // SAFETY: `b` is 16 readable bytes; the load is unaligned.
+        unsafe { _mm_loadu_si128(b.as_ptr().cast()) }
+    }
+
+    /// Stores 8 values.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn store8(o: &mut [f32; 8], v: __m256) {
+        // SAFETY: `o` is 8 writable f32 (32 bytes); the store is unaligned.
+        unsafe { _mm256_storeu_ps(o.as_mut_ptr(), v) }
+    }
+
+    /// The 4 runs of 8 values of a 32-value block.
+    #[inline(always)]
+    fn eights(o: &mut [f32; 32]) -> &mut [[f32; 8]; 4] {
+        o.as_chunks_mut::<8>().0.try_into().unwrap_or_else(|_| unreachable!())
+    }
+
+    /// The low and high nibbles of 16 bytes, each as 16 bytes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn nibbles(q: &[u8; 16]) -> (__m128i, __m128i) {
+        let q = load16(q);
+        let m = _mm_set1_epi8(0x0f);
+        (_mm_and_si128(q, m), _mm_and_si128(_mm_srli_epi16(q, 4), m))
+    }
+
+    /// Bytes 0–7 and 8–15 of `v`, each widened to eight i32.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn widen(v: __m128i) -> [__m256i; 2] {
+        [_mm256_cvtepu8_epi32(v), _mm256_cvtepu8_epi32(_mm_srli_si128(v, 8))]
+    }
+
+    /// The 32 nibbles of a Q4/Q5 block in value order: low nibbles (values 0–15), then high.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn nibbles32(q: &[u8; 16]) -> [__m256i; 4] {
+        let (lo, hi) = nibbles(q);
+        let [a, b] = widen(lo);
+        let [c, d] = widen(hi);
+        [a, b, c, d]
+    }
+
+    /// Bit `8k + i` of `qh` shifted to bit 4 of lane `i`, for k = 0..4 (the fifth bits of a
+    /// Q5_0/Q5_1 block's values `8k..8k+8`).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn fifth_bits(qh: u32) -> [__m256i; 4] {
+        let h = _mm256_set1_epi32(qh as i32);
+        let one = _mm256_set1_epi32(1);
+        let bit = |k: i32| {
+            let sh = _mm256_setr_epi32(
+                8 * k,
+                8 * k + 1,
+                8 * k + 2,
+                8 * k + 3,
+                8 * k + 4,
+                8 * k + 5,
+                8 * k + 6,
+                8 * k + 7,
+            );
+            _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(h, sh), one), 4)
+        };
+        [bit(0), bit(1), bit(2), bit(3)]
+    }
+
+    /// Q4_0: v = d * (q - 8), as scalar::q4_0.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn q4_0(b: &[u8; 18], o: &mut [f32; 32]) {
+        let (d, q) = b.split_first_chunk::<2>().unwrap_or_else(|| unreachable!());
+        let d = _mm256_set1_ps(f16_to_f32(u16::from_le_bytes(*d)));
+        let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
+        let off = _mm256_set1_epi32(8);
+        for (o, q) in eights(o).iter_mut().zip(nibbles32(q)) {
+            store8(o, _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_sub_epi32(q, off))));
+        }
+    }
+
+    /// Q4_1: v = d * q + m, as scalar::q4_1.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn q4_1(b: &[u8; 20], o: &mut [f32; 32]) {
+        let (h, q) = b.split_first_chunk::<4>().unwrap_or_else(|| unreachable!());
+        let d = f16_to_f32(u16::from_le_bytes([h[0], h[1]]));
+        let m = _mm256_set1_ps(nan_first(d, f16_to_f32(u16::from_le_bytes([h[2], h[3]]))));
+        let d = _mm256_set1_ps(d);
+        let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
+        for (o, q) in eights(o).iter_mut().zip(nibbles32(q)) {
+            store8(o, _mm256_add_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(q)), m));
+        }
+    }
+
+    /// Q5_0: v = d * (q - 16), as scalar::q5_0.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn q5_0(b: &[u8; 22], o: &mut [f32; 32]) {
+        let (h, q) = b.split_first_chunk::<6>().unwrap_or_else(|| unreachable!());
+        let d = _mm256_set1_ps(f16_to_f32(u16::from_le_bytes([h[0], h[1]])));
+        let qh = u32::from_le_bytes([h[2], h[3], h[4], h[5]]);
+        let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
+        let off = _mm256_set1_epi32(16);
+        let out = eights(o).iter_mut().zip(nibbles32(q)).zip(fifth_bits(qh));
+        for ((o, q), h) in out {
+            let q = _mm256_sub_epi32(_mm256_or_si256(q, h), off);
+            store8(o, _mm256_mul_ps(d, _mm256_cvtepi32_ps(q)));
+        }
+    }
+
+    /// Q5_1: v = d * q + m, as scalar::q5_1.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn q5_1(b: &[u8; 24], o: &mut [f32; 32]) {
+        let (h, q) = b.split_first_chunk::<8>().unwrap_or_else(|| unreachable!());
+        let d = f16_to_f32(u16::from_le_bytes([h[0], h[1]]));
+        let m = _mm256_set1_ps(nan_first(d, f16_to_f32(u16::from_le_bytes([h[2], h[3]]))));
+        let d = _mm256_set1_ps(d);
+        let qh = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
+        let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
+        let out = eights(o).iter_mut().zip(nibbles32(q)).zip(fifth_bits(qh));
+        for ((o, q), h) in out {
+            let q = _mm256_cvtepi32_ps(_mm256_or_si256(q, h));
+            store8(o, _mm256_add_ps(_mm256_mul_ps(d, q), m));
+        }
+    }
+
+    /// Q8_0: v = q * d, as scalar::q8_0.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn q8_0(b: &[u8; 34], o: &mut [f32; 32]) {
+        let (d, q) = b.split_first_chunk::<2>().unwrap_or_else(|| unreachable!());
+        let d = _mm256_set1_ps(f16_to_f32(u16::from_le_bytes(*d)));
+        let (q, _) = q.as_chunks::<16>();
+        let q = [load16(&q[0]), load16(&q[1])];
+        let q = [
+            _mm256_cvtepi8_epi32(q[0]),
+            _mm256_cvtepi8_epi32(_mm_srli_si128(q[0], 8)),
+            _mm256_cvtepi8_epi32(q[1]),
+            _mm256_cvtepi8_epi32(_mm_srli_si128(q[1], 8)),
+        ];
+        for (o, q) in eights(o).iter_mut().zip(q) {
+            store8(o, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+        }
+    }
+
+    /// BF16: the top half of an f32.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn bf16x8(i: &[u8; 16], o: &mut [f32; 8]) {
+        let h = _mm256_cvtepu16_epi32(load16(i));
+        store8(o, _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
+    }
+
+    /// F16 → F32 with `vcvtph2ps`, which is exact for every f16 but NaN: it sets a NaN's
+    /// quiet bit (bit 22 of the f32), where numpy keeps a signalling NaN signalling. The fix
+    /// is branch-free (random or corrupted bytes are NaN-dense): in NaN lanes, bit 22 goes
+    /// back to the f16's bit 9 (shifted by 13 like the rest of the payload).
+    #[target_feature(enable = "avx2,f16c")]
+    #[inline]
+    fn f16x8(i: &[u8; 16], o: &mut [f32; 8]) {
+        let h = load16(i);
+        let x = _mm256_castps_si256(_mm256_cvtph_ps(h));
+        let nan = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(
+            _mm256_castsi256_ps(x),
+            _mm256_castsi256_ps(x),
         ));
-        let mag = _mm256_blendv_epi8(normal, small, is_small);
-        _mm256_castsi256_ps(_mm256_or_si256(mag, sign))
+        let quiet = _mm256_and_si256(nan, _mm256_set1_epi32(0x0040_0000));
+        let kept = _mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 13);
+        let x = _mm256_xor_si256(x, _mm256_andnot_si256(kept, quiet));
+        store8(o, _mm256_castsi256_ps(x));
+    }
+}
+
+#[cfg(all(target_arch = "aarch64", not(miri)))]
+mod arm {
+    use std::arch::aarch64::*;
+
+    use sipllm_gguf::GgmlType;
+
+    use crate::scalar::{self, blocks, f16_to_f32, nan_first};
+
+    /// # Safety
+    /// The CPU must support NEON.
+    #[target_feature(enable = "neon")]
+    pub(super) unsafe fn dispatch(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> bool {
+        match ty {
+            GgmlType::F16 => elements(src, dst, |b, o| f16x8(b, o), scalar::f16),
+            GgmlType::BF16 => elements(src, dst, |b, o| bf16x8(b, o), scalar::bf16),
+            GgmlType::Q4_0 => blocks(src, dst, |b, o| q4_0(b, o)),
+            GgmlType::Q4_1 => blocks(src, dst, |b, o| q4_1(b, o)),
+            GgmlType::Q8_0 => blocks(src, dst, |b, o| q8_0(b, o)),
+            // The other types' portable kernels, compiled here with NEON enabled (a
+            // baseline feature of aarch64, so this is what the scalar path runs too).
+            _ => return false,
+        }
+        true
+    }
+
+    /// An element-wise type: 8 values from 16 bytes through `vector`, the remainder (under 8
+    /// values) through `scalar`.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn elements(
+        src: &[u8],
+        dst: &mut [f32],
+        vector: impl Fn(&[u8; 16], &mut [f32; 8]),
+        scalar: fn(&[u8], &mut [f32]),
+    ) {
+        let whole = src.len() / 16;
+        let (src, src_rest) = src.split_at(whole * 16);
+        let (dst, dst_rest) = dst.split_at_mut(whole * 8);
+        blocks(src, dst, vector);
+        scalar(src_rest, dst_rest);
+    }
+
+    /// Loads 16 bytes.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn load16(b: &[u8; 16]) -> uint8x16_t {
+        // SAFETY: `b` is 16 readable bytes; `vld1q_u8` has no alignment requirement.
+        unsafe { vld1q_u8(b.as_ptr()) }
+    }
+
+    /// Stores 4 values.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn store4(o: &mut [f32; 4], v: float32x4_t) {
+        // SAFETY: `o` is 4 writable f32; `vst1q_f32` needs only f32 alignment.
+        unsafe { vst1q_f32(o.as_mut_ptr(), v) }
+    }
+
+    /// The 8 runs of 4 values of a 32-value block.
+    #[inline(always)]
+    fn fours(o: &mut [f32; 32]) -> &mut [[f32; 4]; 8] {
+        o.as_chunks_mut::<4>().0.try_into().unwrap_or_else(|_| unreachable!())
+    }
+
+    /// 16 bytes widened to 16 u32, in order.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn widen(v: uint8x16_t) -> [uint32x4_t; 4] {
+        let lo = vmovl_u8(vget_low_u8(v));
+        let hi = vmovl_u8(vget_high_u8(v));
+        [
+            vmovl_u16(vget_low_u16(lo)),
+            vmovl_u16(vget_high_u16(lo)),
+            vmovl_u16(vget_low_u16(hi)),
+            vmovl_u16(vget_high_u16(hi)),
+        ]
+    }
+
+    /// The 32 nibbles of a Q4 block in value order (low nibbles are values 0–15).
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn nibbles32(q: &[u8; 16]) -> [uint32x4_t; 8] {
+        let q = load16(q);
+        let [a, b, c, d] = widen(vandq_u8(q, vdupq_n_u8(0x0f)));
+        let [e, f, g, h] = widen(vshrq_n_u8::<4>(q));
+        [a, b, c, d, e, f, g, h]
+    }
+
+    /// Q4_0: v = d * (q - 8), as scalar::q4_0.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn q4_0(b: &[u8; 18], o: &mut [f32; 32]) {
+        let (d, q) = b.split_first_chunk::<2>().unwrap_or_else(|| unreachable!());
+        let d = vdupq_n_f32(f16_to_f32(u16::from_le_bytes(*d)));
+        let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
+        let off = vdupq_n_s32(8);
+        for (o, q) in fours(o).iter_mut().zip(nibbles32(q)) {
+            let q = vsubq_s32(vreinterpretq_s32_u32(q), off);
+            store4(o, vmulq_f32(d, vcvtq_f32_s32(q)));
+        }
+    }
+
+    /// Q4_1: v = d * q + m, as scalar::q4_1 (no fused multiply-add).
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn q4_1(b: &[u8; 20], o: &mut [f32; 32]) {
+        let (h, q) = b.split_first_chunk::<4>().unwrap_or_else(|| unreachable!());
+        let d = f16_to_f32(u16::from_le_bytes([h[0], h[1]]));
+        let m = vdupq_n_f32(nan_first(d, f16_to_f32(u16::from_le_bytes([h[2], h[3]]))));
+        let d = vdupq_n_f32(d);
+        let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
+        for (o, q) in fours(o).iter_mut().zip(nibbles32(q)) {
+            store4(o, vaddq_f32(vmulq_f32(d, vcvtq_f32_u32(q)), m));
+        }
+    }
+
+    /// Q8_0: v = q * d, as scalar::q8_0.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn q8_0(b: &[u8; 34], o: &mut [f32; 32]) {
+        let (d, q) = b.split_first_chunk::<2>().unwrap_or_else(|| unreachable!());
+        let d = vdupq_n_f32(f16_to_f32(u16::from_le_bytes(*d)));
+        let (q, _) = q.as_chunks::<16>();
+        let mut v = [vdupq_n_s32(0); 8];
+        for (k, q) in q.iter().enumerate() {
+            let q = vreinterpretq_s8_u8(load16(q));
+            let lo = vmovl_s8(vget_low_s8(q));
+            let hi = vmovl_s8(vget_high_s8(q));
+            v[4 * k] = vmovl_s16(vget_low_s16(lo));
+            v[4 * k + 1] = vmovl_s16(vget_high_s16(lo));
+            v[4 * k + 2] = vmovl_s16(vget_low_s16(hi));
+            v[4 * k + 3] = vmovl_s16(vget_high_s16(hi));
+        }
+        for (o, q) in fours(o).iter_mut().zip(v) {
+            store4(o, vmulq_f32(vcvtq_f32_s32(q), d));
+        }
+    }
+
+    /// BF16: the top half of an f32.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn bf16x8(i: &[u8; 16], o: &mut [f32; 8]) {
+        let h = vreinterpretq_u16_u8(load16(i));
+        let (lo, hi) = o.split_at_mut(4);
+        let lo: &mut [f32; 4] = lo.try_into().unwrap_or_else(|_| unreachable!());
+        let hi: &mut [f32; 4] = hi.try_into().unwrap_or_else(|_| unreachable!());
+        store4(lo, vreinterpretq_f32_u32(vshll_n_u16::<16>(vget_low_u16(h))));
+        store4(hi, vreinterpretq_f32_u32(vshll_n_u16::<16>(vget_high_u16(h))));
+    }
+
+    /// F16 → F32 in integer arithmetic: exact, NaN payloads and signalling NaNs kept (the
+    /// `fcvtl` instruction would quiet them, where numpy does not).
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn f16x8(i: &[u8; 16], o: &mut [f32; 8]) {
+        let h = vreinterpretq_u16_u8(load16(i));
+        let (lo, hi) = o.split_at_mut(4);
+        let lo: &mut [f32; 4] = lo.try_into().unwrap_or_else(|_| unreachable!());
+        let hi: &mut [f32; 4] = hi.try_into().unwrap_or_else(|_| unreachable!());
+        store4(lo, f16x4(vmovl_u16(vget_low_u16(h))));
+        store4(hi, f16x4(vmovl_u16(vget_high_u16(h))));
+    }
+
+    /// Four f16 bit patterns (zero-extended to 32 bits) to f32.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn f16x4(h: uint32x4_t) -> float32x4_t {
+        let sign = vshlq_n_u32::<16>(vandq_u32(h, vdupq_n_u32(0x8000)));
+        let em = vandq_u32(h, vdupq_n_u32(0x7fff));
+        // Normal numbers: rebias the exponent (15 → 127).
+        let normal = vaddq_u32(vshlq_n_u32::<13>(em), vdupq_n_u32(112 << 23));
+        // Inf and NaN: the exponent goes to 255 (add the rebias twice), mantissa kept.
+        let is_max = vcgtq_u32(em, vdupq_n_u32(0x7bff));
+        let normal = vaddq_u32(normal, vandq_u32(is_max, vdupq_n_u32(112 << 23)));
+        // Zero and subnormals: em * 2^-24, exact.
+        let is_small = vcltq_u32(em, vdupq_n_u32(0x0400));
+        let small = vreinterpretq_u32_f32(vmulq_f32(
+            vcvtq_f32_u32(em),
+            vdupq_n_f32(f32::from_bits(0x3380_0000)),
+        ));
+        let mag = vbslq_u32(is_small, small, normal);
+        vreinterpretq_f32_u32(vorrq_u32(mag, sign))
     }
 }

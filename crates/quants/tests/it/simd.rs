@@ -57,3 +57,24 @@ fn threads_give_the_single_thread_bits() {
         assert_eq!(bits(&one), bits(&many), "{ty}");
     }
 }
+
+/// Every one of the 65536 f16 and bf16 bit patterns (zeros, subnormals, infinities, quiet
+/// and signalling NaNs with every payload), at every position of a SIMD vector.
+#[test]
+fn every_half_bit_pattern_gives_the_scalar_bits() {
+    use sipllm_quants::GgmlType;
+    let n = if cfg!(miri) { 1 << 8 } else { 1 << 16 };
+    for ty in [GgmlType::F16, GgmlType::BF16] {
+        for shift in [0u32, 3] {
+            // Shifting the patterns moves each to another lane; the shorter input leaves a
+            // remainder for the tail loop.
+            let len = n - shift as usize;
+            let src: Vec<u8> =
+                (0..len as u32).flat_map(|i| ((i + shift) as u16).to_le_bytes()).collect();
+            let (mut fast, mut slow) = (vec![0f32; len], vec![1f32; len]);
+            dequantize(ty, &src, &mut fast).unwrap();
+            dequantize_scalar(ty, &src, &mut slow).unwrap();
+            assert_eq!(bits(&fast), bits(&slow), "{ty}, shift {shift}");
+        }
+    }
+}
