@@ -7,6 +7,8 @@
 //! build their hostile inputs instead of shipping blobs. It is not the GGUF writer: it will
 //! happily write files no reader accepts.
 
+pub mod corpus;
+
 use sipllm_gguf::Endian;
 use sipllm_gguf::ggml::{GgmlType, align_up, tensor_nbytes};
 use sipllm_gguf::value::{ArrayView, MetaValue, ValueType};

@@ -63,18 +63,10 @@ pub(crate) fn sample_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples/tiny-llama.gguf")
 }
 
-/// `../shared/` beside the checkout, or `None` (after saying so loudly) when it is absent.
+/// `../shared/` beside the checkout, or `None` (after saying so loudly) when it is absent;
+/// a panic instead under `SIPLLM_REQUIRE_CORPUS=1` (CI).
 pub(crate) fn shared(test: &str) -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
-    if dir.join("corpus").is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "SKIPPED: {test}: ../shared/corpus is not beside the checkout (CI has it); \
-             nothing was compared"
-        );
-        None
-    }
+    sipllm_testkit::corpus::shared_dir(test)
 }
 
 /// Compares `actual` with `tests/golden/<name>`; with `SIPLLM_UPDATE_GOLDEN=1` set, writes it

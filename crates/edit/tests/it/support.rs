@@ -7,15 +7,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// `../shared` beside the checkout, or `None` after saying loudly that it is absent.
+/// `../shared` beside the checkout, or `None` after saying loudly that it is absent; a panic
+/// instead under `SIPLLM_REQUIRE_CORPUS=1` (CI).
 pub fn shared_dir(test: &str) -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
-    if dir.join("corpus").is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("SKIPPED: ../shared not found ({test} needs {})", dir.display());
-        None
-    }
+    sipllm_testkit::corpus::shared_dir(test)
 }
 
 /// A path in the temporary directory that no other test (or test process) uses.

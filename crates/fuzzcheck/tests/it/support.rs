@@ -8,9 +8,16 @@ use std::path::{Path, PathBuf};
 pub(crate) use sipllm_fuzzcheck::committed::{files_in, fuzz_dir};
 
 /// `../shared` beside the checkout, if present (it is in CI; a fresh clone may not have it).
+/// Absent under `SIPLLM_REQUIRE_CORPUS=1` (CI), it is a failure, not a skip.
 pub(crate) fn shared_dir() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
-    dir.join("corpus").is_dir().then_some(dir)
+    let present = dir.join("corpus").is_dir();
+    assert!(
+        present || !sipllm_testkit::corpus::required(),
+        "SIPLLM_REQUIRE_CORPUS=1 but {} has no corpus/",
+        dir.display()
+    );
+    present.then_some(dir)
 }
 
 /// Says loudly that the corpus part of a test did not run.

@@ -15,17 +15,7 @@ use sipllm_testkit::{GgufBuilder, llama3};
 
 /// `../shared` beside the checkout, or `None` after saying loudly that it is absent.
 pub fn shared_dir(test: &str) -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
-    if dir.join("corpus").is_dir() {
-        Some(dir)
-    } else {
-        // CI sets this: there a missing corpus is a failure, not a skip.
-        if std::env::var_os("SIPLLM_REQUIRE_CORPUS").is_some_and(|v| v == "1") {
-            panic!("SIPLLM_REQUIRE_CORPUS=1 but {} is absent ({test} needs it)", dir.display());
-        }
-        eprintln!("SKIPPED: ../shared not found ({test} needs {})", dir.display());
-        None
-    }
+    sipllm_testkit::corpus::shared_dir(test)
 }
 
 /// A path in the temporary directory that no other test (or test process) uses.
