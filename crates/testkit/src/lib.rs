@@ -1,5 +1,5 @@
-//! A GGUF byte builder for tests, fuzz seeds, benchmarks and doc examples (`publish = false`:
-//! it is no part of the parser's public surface).
+//! A GGUF byte builder for tests, fuzz seeds, benchmarks and doc examples: test support, no
+//! part of the parser's public surface.
 //!
 //! It writes a valid file by default (v3, little-endian, tensors packed at the alignment, data
 //! filled with a deterministic pattern) and lets every field be overridden — magic, version,
