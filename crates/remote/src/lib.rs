@@ -15,6 +15,26 @@
 //! The default build has no async runtime: the client is `ureq` (synchronous, rustls). The
 //! `object-store` feature adds `ObjectSource` (module `object`) for `s3://`, `gs://` and
 //! `az://`, with a tokio runtime of its own.
+//!
+//! Opening a model on the Hub reads its header in a few range requests; its hyperparameters,
+//! tokens and any one tensor then come through the seam as from a local file (`no_run`: it
+//! needs the network):
+//!
+//! ```no_run
+//! use sipllm_remote::{HttpOptions, RemoteUrl, open_model};
+//! use sipllm_streaming::{OpenOptions, WeightSource};
+//!
+//! let url = RemoteUrl::parse_env("hf://ggml-org/models/tinyllamas/stories15M-q4_0.gguf")?;
+//! let remote = open_model(&url, &HttpOptions::default(), &OpenOptions::default())?;
+//! let model = &remote.model;
+//! println!("{} layers", model.meta_uint("llama.block_count")?);
+//! println!("{} tokens", model.meta_strs("tokenizer.ggml.tokens")?.len());
+//! let t = model.find("output.weight").ok_or("no output.weight")?;
+//! let mut buf = vec![0u8; t.byte_len()?];
+//! model.read_raw(t, &mut buf)?; // one ranged GET for the tensor's bytes
+//! println!("{} requests so far", remote.stats().requests);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #![forbid(unsafe_code)]
 #![deny(rustdoc::broken_intra_doc_links)]
