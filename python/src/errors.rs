@@ -8,7 +8,7 @@
 
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use sipllm_gguf::{Error, error::Kind, Warning};
+use sipllm_gguf::{Error, Warning, error::Kind};
 use sipllm_streaming::StreamError;
 
 pyo3::create_exception!(

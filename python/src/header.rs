@@ -228,7 +228,10 @@ impl Header {
 impl Header {
     /// The string array at `index`: the address of the header bytes, the strings, and the
     /// absolute end of the array.
-    fn string_array(&self, index: usize) -> PyResult<(usize, sipllm_gguf::value::Strings<'_>, u64)> {
+    fn string_array(
+        &self,
+        index: usize,
+    ) -> PyResult<(usize, sipllm_gguf::value::Strings<'_>, u64)> {
         let kv = self.gguf.directory().kvs().get(index).ok_or_else(bad_index)?;
         let strings = self
             .gguf

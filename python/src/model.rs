@@ -5,7 +5,7 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
-use sipllm_gguf::{value::ArrayView, Endian, Gguf, MetaValue, ParseOptions, Profile, ValueType};
+use sipllm_gguf::{Endian, Gguf, MetaValue, ParseOptions, Profile, ValueType, value::ArrayView};
 use sipllm_streaming::HeaderBytes;
 use sipllm_streaming::{Meta, OpenOptions, StreamError, WeightSource};
 
