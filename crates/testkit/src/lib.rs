@@ -7,6 +7,7 @@
 //! build their hostile inputs instead of shipping blobs. It is not the GGUF writer: it will
 //! happily write files no reader accepts.
 
+pub mod check;
 pub mod corpus;
 
 use sipllm_gguf::Endian;

@@ -6,37 +6,11 @@
 
 use std::path::PathBuf;
 
-use sipllm_gguf::{Decoder, Directory, Error, Event, ParseOptions, Profile};
+use sipllm_gguf::{Directory, Error, ParseOptions, Profile};
+use sipllm_testkit::check::decode_chunked;
 
 fn whole(bytes: &[u8], opts: &ParseOptions) -> Result<Directory, Error> {
     sipllm_gguf::decode(bytes, opts)
-}
-
-/// Feeds `bytes` to the decoder in chunks of the given sizes, cycled (0: exactly what the
-/// decoder asks for).
-fn decode_chunked(bytes: &[u8], opts: &ParseOptions, sizes: &[usize]) -> Result<Directory, Error> {
-    let mut decoder = Decoder::new(*opts);
-    let mut buf = Vec::new();
-    let mut sizes = sizes.iter().copied().cycle();
-    loop {
-        let step = decoder.decode(&buf)?;
-        match step.event {
-            Event::Done => return decoder.finish(),
-            Event::NeedMore { needed } => {
-                assert!(needed > 0, "NeedMore must ask for at least one byte");
-                if buf.len() == bytes.len() {
-                    return Err(decoder.end_of_input(&buf));
-                }
-                let n = match sizes.next().unwrap_or(1) {
-                    0 => needed as usize,
-                    n => n,
-                };
-                let end = (buf.len() + n.max(1)).min(bytes.len());
-                buf.extend_from_slice(&bytes[buf.len()..end]);
-            }
-            _ => {}
-        }
-    }
 }
 
 /// A small deterministic PRNG (the schedules must not change between runs).

@@ -4,39 +4,10 @@
 #![allow(dead_code)]
 
 use proptest::prelude::*;
-use sipllm_gguf::{Decoder, Directory, Endian, Error, Event, GgmlType, ParseOptions, ValueType};
+use sipllm_gguf::{Endian, GgmlType, ValueType};
 use sipllm_testkit::{GgufBuilder, Tensor, Value};
 
-/// Decodes `bytes` by appending chunks whose sizes come from `sizes` (cycled; 0 means "exactly
-/// what the decoder asked for"), exactly as a streaming reader would.
-pub(crate) fn decode_chunked(
-    bytes: &[u8],
-    opts: &ParseOptions,
-    sizes: &[usize],
-) -> Result<Directory, Error> {
-    let mut decoder = Decoder::new(*opts);
-    let mut buf = Vec::new();
-    let mut sizes = sizes.iter().copied().cycle();
-    loop {
-        let step = decoder.decode(&buf)?;
-        match step.event {
-            Event::Done => return decoder.finish(),
-            Event::NeedMore { needed } => {
-                assert!(needed > 0, "NeedMore must ask for at least one byte");
-                if buf.len() == bytes.len() {
-                    return Err(decoder.end_of_input(&buf));
-                }
-                let n = match sizes.next().unwrap_or(1) {
-                    0 => needed as usize,
-                    n => n,
-                };
-                let end = (buf.len() + n.max(1)).min(bytes.len());
-                buf.extend_from_slice(&bytes[buf.len()..end]);
-            }
-            _ => {}
-        }
-    }
-}
+pub(crate) use sipllm_testkit::check::decode_chunked;
 
 fn arb_scalar(ty: ValueType) -> BoxedStrategy<Value> {
     match ty {

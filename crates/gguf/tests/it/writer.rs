@@ -11,51 +11,10 @@ use sipllm_gguf::{
     Endian, GgmlType, Gguf, MetaValue, ParseOptions, ValueType, ggml::SizeError,
     writer::GgufWriter, writer::TensorDesc, writer::WriteError,
 };
-
-/// Re-writes a parsed file with its own data: header from the writer, data copied over.
-fn rewrite<B: AsRef<[u8]>>(gguf: &Gguf<B>, original: &[u8], endian: Endian) -> Vec<u8> {
-    let w = GgufWriter::from_gguf(gguf).endian(endian);
-    w.to_bytes(|i| {
-        let t = &gguf.tensor_infos()[i];
-        let start = t.abs_offset() as usize;
-        original[start..start + t.nbytes().unwrap() as usize].to_vec()
-    })
-    .unwrap()
-}
+use sipllm_testkit::check::{assert_same_content, rewrite};
 
 fn parse(bytes: &[u8]) -> Gguf<&[u8]> {
     sipllm_gguf::parse(bytes).unwrap_or_else(|e| panic!("{e}"))
-}
-
-/// The same values, whatever the byte order they were stored in.
-fn assert_same_content(a: &Gguf<&[u8]>, b: &Gguf<&[u8]>) {
-    assert_eq!(a.kv_len(), b.kv_len());
-    for (x, y) in a.metadata().zip(b.metadata()) {
-        assert_eq!(x.key, y.key);
-        assert_same_value(&x.value, &y.value);
-    }
-    assert_eq!(a.tensor_infos().len(), b.tensor_infos().len());
-    for (x, y) in a.tensors().zip(b.tensors()) {
-        assert_eq!(
-            (x.name, x.info.dims(), x.info.ggml_type()),
-            (y.name, y.info.dims(), y.info.ggml_type())
-        );
-        assert_eq!((x.info.offset(), x.info.nbytes()), (y.info.offset(), y.info.nbytes()));
-    }
-}
-
-fn assert_same_value(x: &MetaValue<'_>, y: &MetaValue<'_>) {
-    match (x, y) {
-        (MetaValue::Array(p), MetaValue::Array(q)) => {
-            assert_eq!((p.elem_type(), p.len()), (q.elem_type(), q.len()));
-            for (u, v) in p.iter().zip(q.iter()) {
-                assert_same_value(&u, &v);
-            }
-        }
-        (MetaValue::Float32(p), MetaValue::Float32(q)) => assert_eq!(p.to_bits(), q.to_bits()),
-        (MetaValue::Float64(p), MetaValue::Float64(q)) => assert_eq!(p.to_bits(), q.to_bits()),
-        _ => assert_eq!(x, y),
-    }
 }
 
 proptest! {
