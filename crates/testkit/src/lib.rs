@@ -9,6 +9,7 @@
 
 pub mod check;
 pub mod corpus;
+pub mod temp;
 
 use sipllm_gguf::Endian;
 use sipllm_gguf::ggml::{GgmlType, align_up, tensor_nbytes};

@@ -6,7 +6,6 @@
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use sipllm_gguf::{ggml::align_up, ggml::tensor_nbytes};
@@ -18,13 +17,10 @@ pub fn shared_dir(test: &str) -> Option<PathBuf> {
     sipllm_testkit::corpus::shared_dir(test)
 }
 
-/// A path in the temporary directory that no other test (or test process) uses.
-pub fn unique_temp_path(tag: &str) -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    let name = format!("sipllm-streaming-{}-{}-{tag}", std::process::id(), n);
-    std::env::temp_dir().join(name)
-}
+pub use sipllm_testkit::temp::unique_temp_path;
+// Only the `it` binary makes directories; `open_memory` includes this file too.
+#[allow(unused_imports)]
+pub use sipllm_testkit::temp::TempDir;
 
 /// A file in the temporary directory, deleted on drop.
 pub struct TempFile(pub PathBuf);
@@ -163,46 +159,4 @@ impl<S: ReadAt> ReadAt for Instrumented<S> {
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// A directory in the temporary directory, removed (with its contents) on drop.
-pub struct TempDir(pub PathBuf);
-
-impl TempDir {
-    /// A new unique directory (created).
-    pub fn new(tag: &str) -> TempDir {
-        let path = unique_temp_path(tag);
-        fs::create_dir_all(&path).unwrap();
-        TempDir(path)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-
-    /// A path inside the directory.
-    pub fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-
-    /// The file names in the directory, sorted.
-    pub fn names(&self) -> Vec<String> {
-        dir_entries(&self.0)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
-/// The names in a directory, sorted: what a crash-safety test expects to find (and not).
-pub fn dir_entries(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
 }
