@@ -8,6 +8,7 @@
 //! happily write files no reader accepts.
 
 pub mod check;
+pub mod command;
 pub mod corpus;
 pub mod temp;
 

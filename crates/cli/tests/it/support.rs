@@ -1,53 +1,12 @@
 //! Running the binary, temporary files, golden files and the shared corpus.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-/// The output of one run of `sipllm`.
-#[derive(Debug)]
-pub(crate) struct Run {
-    /// The exit code (`None`: killed by a signal).
-    pub(crate) code: Option<i32>,
-    pub(crate) stdout: String,
-    pub(crate) stderr: String,
-    pub(crate) stdout_bytes: Vec<u8>,
-}
-
-impl Run {
-    /// Exit code, stdout and stderr in one text, the shape of a golden file.
-    pub(crate) fn transcript(&self) -> String {
-        let mut s = format!("exit: {}\n", self.code.map_or("signal".into(), |c| c.to_string()));
-        if !self.stdout.is_empty() {
-            s.push_str("--- stdout\n");
-            s.push_str(&self.stdout);
-        }
-        if !self.stderr.is_empty() {
-            s.push_str("--- stderr\n");
-            s.push_str(&self.stderr);
-        }
-        s
-    }
-}
+pub(crate) use sipllm_testkit::command::Run;
 
 /// Runs `sipllm args…` in `dir`, without color, at the fixed non-terminal width.
 pub(crate) fn sipllm(dir: &Path, args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_sipllm"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env_remove("CLICOLOR_FORCE")
-        .env_remove("COLUMNS")
-        .output()
-        .expect("the sipllm binary runs");
-    let run = Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        stdout_bytes: out.stdout,
-    };
-    assert_ne!(run.code, Some(101), "sipllm {args:?} panicked:\n{}", run.stderr);
-    assert!(run.code.is_some(), "sipllm {args:?} was killed by a signal");
-    run
+    sipllm_testkit::command::run(env!("CARGO_BIN_EXE_sipllm"), dir, args)
 }
 
 /// A fresh directory for one test under the target directory.
