@@ -96,7 +96,7 @@ fn check(ty: GgmlType, src: &[u8], dst: &[f32]) -> Result<(), DequantError> {
 /// has. `dst.len()` must be exactly [`element_count`]`(ty, src.len())`.
 pub fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<(), DequantError> {
     check(ty, src, dst)?;
-    run_fastest(ty, src, dst);
+    run_fastest(ty, src, dst, streams(dst));
     Ok(())
 }
 
@@ -131,26 +131,42 @@ pub fn dequantize_parallel(
     };
     let blocks = src.len() / b;
     let threads = threads.min(src.len() / PARALLEL_MIN_BYTES_PER_THREAD).max(1);
+    // Decided on the whole output, which is what has to fit in cache.
+    let stream = streams(dst);
     if threads == 1 {
-        return dequantize(ty, src, dst);
+        run_fastest(ty, src, dst, stream);
+        return Ok(());
     }
     let per = blocks.div_ceil(threads);
     std::thread::scope(|scope| {
         let mut jobs = src.chunks(per * b).zip(dst.chunks_mut(per * n));
         let first = jobs.next();
         for (s, d) in jobs {
-            scope.spawn(move || run_fastest(ty, s, d));
+            scope.spawn(move || run_fastest(ty, s, d, stream));
         }
         if let Some((s, d)) = first {
-            run_fastest(ty, s, d);
+            run_fastest(ty, s, d, stream);
         }
     });
     Ok(())
 }
 
-/// The SIMD kernel if the CPU has one for `ty`, else the portable one, for a checked pair.
-fn run_fastest(ty: GgmlType, src: &[u8], dst: &mut [f32]) {
-    if !simd::dequantize(ty, src, dst) {
+/// From this many output bytes on, the SIMD kernels write with non-temporal stores (where the
+/// CPU has them): an output this big does not stay in a last-level cache (32 MiB on the
+/// machines the figures in docs/benchmarks.md come from), so it goes to memory either way,
+/// and non-temporal stores save reading each line before it is written.
+pub const STREAM_MIN_OUTPUT_BYTES: usize = 32 << 20;
+
+/// Whether an output this big is written with non-temporal stores.
+fn streams(dst: &[f32]) -> bool {
+    std::env::var_os("TMP_NO_STREAM").is_none()
+        && std::mem::size_of_val(dst) >= STREAM_MIN_OUTPUT_BYTES
+}
+
+/// The SIMD kernel if the CPU has one for `ty`, else the portable one, for a checked pair;
+/// `stream` asks for non-temporal stores.
+fn run_fastest(ty: GgmlType, src: &[u8], dst: &mut [f32], stream: bool) {
+    if !simd::dequantize(ty, src, dst, stream) {
         run_scalar(ty, src, dst);
     }
 }
@@ -228,6 +244,43 @@ mod tests {
             assert!(!e.help().is_empty());
         }
         assert_eq!(SUPPORTED.iter().filter(|t| t.is_known()).count(), 26);
+    }
+
+    /// The non-temporal store path (taken by itself only for outputs of
+    /// [`STREAM_MIN_OUTPUT_BYTES`] and more) gives the scalar kernels' bits for every type,
+    /// for block counts around its staging groups, and for outputs at every f32 offset from
+    /// a cache line (its head and tail are plain stores).
+    #[test]
+    fn non_temporal_stores_give_the_scalar_bits() {
+        for ty in SUPPORTED {
+            let (_, size) = block_layout(ty).unwrap();
+            for blocks in [0usize, 1, 3, 63, 64, 65, 130, 1031] {
+                let mut s = (u64::from(ty.code()) << 32) | blocks as u64;
+                let src: Vec<u8> = (0..blocks * size)
+                    .map(|_| {
+                        s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        (s >> 56) as u8
+                    })
+                    .collect();
+                let n = element_count(ty, src.len()).unwrap();
+                let mut want = vec![0f32; n];
+                run_scalar(ty, &src, &mut want);
+                for shift in 0..16 {
+                    let mut got = vec![1f32; n + shift + 1];
+                    run_fastest(ty, &src, &mut got[shift..shift + n], true);
+                    let same = got[shift..shift + n]
+                        .iter()
+                        .zip(&want)
+                        .all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same, "{ty}, {blocks} blocks, output at +{shift} f32");
+                    assert!(
+                        got[..shift].iter().all(|&v| v == 1.0),
+                        "{ty}: wrote before the output"
+                    );
+                    assert_eq!(got[shift + n], 1.0, "{ty}: wrote past the output");
+                }
+            }
+        }
     }
 
     #[test]

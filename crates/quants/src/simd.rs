@@ -16,7 +16,9 @@ use sipllm_gguf::GgmlType;
 
 /// Dequantizes a checked `(src, dst)` pair with a SIMD kernel if this CPU has one for `ty`;
 /// false if it has none (the caller runs the scalar kernel).
-pub(crate) fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> bool {
+/// `stream` asks for non-temporal stores where the kernel set has them (x86_64), for an output
+/// too big to stay in cache.
+pub(crate) fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32], stream: bool) -> bool {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
         if std::arch::is_x86_feature_detected!("avx2")
@@ -25,7 +27,7 @@ pub(crate) fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> bool {
             // SAFETY: the CPU supports AVX2 and F16C (checked just above), the only
             // requirement of the `#[target_feature(enable = "avx2,f16c")]` functions
             // `x86::dispatch` calls.
-            return unsafe { x86::dispatch(ty, src, dst) };
+            return unsafe { x86::dispatch(ty, src, dst, stream) };
         }
     }
     #[cfg(all(target_arch = "aarch64", not(miri)))]
@@ -36,7 +38,7 @@ pub(crate) fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> bool {
             return unsafe { arm::dispatch(ty, src, dst) };
         }
     }
-    let _ = (ty, src, dst);
+    let _ = (ty, src, dst, stream);
     false
 }
 
@@ -51,25 +53,31 @@ mod x86 {
     /// # Safety
     /// The CPU must support AVX2 and F16C.
     #[target_feature(enable = "avx2,f16c")]
-    pub(super) unsafe fn dispatch(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> bool {
+    pub(super) unsafe fn dispatch(ty: GgmlType, src: &[u8], dst: &mut [f32], stream: bool) -> bool {
         // The portable kernels are `#[inline(always)]` and inlined here, so vectorized for
         // AVX2; the intrinsic ones are called from closures defined here, which inherit this
         // function's target features. (A kernel called through `&F` would go through a call
-        // shim compiled without them: 2x slower.)
+        // shim compiled without them: 2x slower.) Only the intrinsic kernels, which run at
+        // the memory bandwidth, take `stream`: the portable ones are compute-bound, and the
+        // staging copy costs them more (3–11 %) than the saved memory reads give back.
         match ty {
+            // A copy: staging it would only add a second one.
             GgmlType::F32 => elements::<32, 8>(
                 src,
                 dst,
+                false,
                 |b: &[u8; 32], o: &mut [f32; 8]| scalar::f32(b, o),
                 scalar::f32,
             ),
-            GgmlType::F16 => elements::<16, 8>(src, dst, |b, o| f16x8(b, o), scalar::f16),
-            GgmlType::BF16 => elements::<16, 8>(src, dst, |b, o| bf16x8(b, o), scalar::bf16),
-            GgmlType::Q4_0 => blocks(src, dst, |b, o| q4_0(b, o)),
-            GgmlType::Q4_1 => blocks(src, dst, |b, o| q4_1(b, o)),
-            GgmlType::Q5_0 => blocks(src, dst, |b, o| q5_0(b, o)),
-            GgmlType::Q5_1 => blocks(src, dst, |b, o| q5_1(b, o)),
-            GgmlType::Q8_0 => blocks(src, dst, |b, o| q8_0(b, o)),
+            GgmlType::F16 => elements::<16, 8>(src, dst, stream, |b, o| f16x8(b, o), scalar::f16),
+            GgmlType::BF16 => {
+                elements::<16, 8>(src, dst, stream, |b, o| bf16x8(b, o), scalar::bf16)
+            }
+            GgmlType::Q4_0 => run(src, dst, stream, |b, o| q4_0(b, o)),
+            GgmlType::Q4_1 => run(src, dst, stream, |b, o| q4_1(b, o)),
+            GgmlType::Q5_0 => run(src, dst, stream, |b, o| q5_0(b, o)),
+            GgmlType::Q5_1 => run(src, dst, stream, |b, o| q5_1(b, o)),
+            GgmlType::Q8_0 => run(src, dst, stream, |b, o| q8_0(b, o)),
             GgmlType::Q2_K => blocks(src, dst, scalar::q2_k),
             GgmlType::Q3_K => blocks(src, dst, scalar::q3_k),
             GgmlType::Q4_K => blocks(src, dst, scalar::q4_k),
@@ -100,14 +108,99 @@ mod x86 {
     fn elements<const B: usize, const N: usize>(
         src: &[u8],
         dst: &mut [f32],
-        vector: impl Fn(&[u8; B], &mut [f32; N]),
+        stream: bool,
+        vector: impl Fn(&[u8; B], &mut [f32; N]) + Copy,
         scalar: fn(&[u8], &mut [f32]),
     ) {
         let whole = src.len() / B;
         let (src, src_rest) = src.split_at(whole * B);
         let (dst, dst_rest) = dst.split_at_mut(whole * N);
-        blocks(src, dst, vector);
+        run(src, dst, stream, vector);
         scalar(src_rest, dst_rest);
+    }
+
+    /// Whole blocks through `kernel`: straight into `dst`, or, with `stream`, through
+    /// [`streamed`].
+    #[target_feature(enable = "avx2,f16c")]
+    #[inline]
+    fn run<const B: usize, const N: usize>(
+        src: &[u8],
+        dst: &mut [f32],
+        stream: bool,
+        kernel: impl Fn(&[u8; B], &mut [f32; N]) + Copy,
+    ) {
+        if stream { streamed(src, dst, kernel) } else { blocks(src, dst, kernel) }
+    }
+
+    /// Values one group of blocks stages in [`streamed`]: 8 KiB, well inside L1.
+    const STAGE: usize = 2048;
+
+    /// The staging buffer, on a cache-line boundary so the kernels' stores never split a line.
+    #[repr(C, align(64))]
+    struct Stage([f32; STAGE]);
+
+    /// Whole blocks through `kernel` for an output too big for the caches: each group of
+    /// blocks is dequantized into a staging buffer in L1, then copied to `dst` with
+    /// non-temporal stores. A plain store to a line that is not in cache first reads the line
+    /// from memory (to own it), so an output written once costs its size twice in memory
+    /// traffic; a non-temporal store writes whole lines without reading them. Outputs that
+    /// are read again soon are better off in cache, which is why the caller asks for this
+    /// only past the last-level cache's size.
+    #[target_feature(enable = "avx2,f16c")]
+    #[inline]
+    fn streamed<const B: usize, const N: usize>(
+        src: &[u8],
+        dst: &mut [f32],
+        kernel: impl Fn(&[u8; B], &mut [f32; N]) + Copy,
+    ) {
+        const { assert!(N <= STAGE && STAGE.is_multiple_of(N)) };
+        let per = STAGE / N;
+        let mut stage = Stage([0.0; STAGE]);
+        for (s, d) in src.chunks(per * B).zip(dst.chunks_mut(per * N)) {
+            let Some(st) = stage.0.get_mut(..d.len()) else { unreachable!() };
+            // By value: a `&F` call goes through a shim compiled without AVX2.
+            blocks(s, st, kernel);
+            stream_out(st, d);
+        }
+        // Non-temporal stores are weakly ordered: fence them before anything the caller
+        // does next (a thread's join, an atomic) can publish the output.
+        _mm_sfence();
+    }
+
+    /// Copies `src` to `dst` (same length): the whole 64-byte lines of `dst` with
+    /// non-temporal stores, the partial lines at either end with plain ones (so no line
+    /// mixes the two kinds).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn stream_out(src: &[f32], dst: &mut [f32]) {
+        // Values before `dst`'s first 64-byte boundary (an f32 pointer is 4-byte aligned).
+        let head = ((dst.as_ptr() as usize).wrapping_neg() % 64 / 4).min(dst.len());
+        let (dst_head, dst) = dst.split_at_mut(head);
+        let (src_head, src) = src.split_at(head);
+        dst_head.copy_from_slice(src_head);
+        let (lines, dst_tail) = dst.as_chunks_mut::<16>();
+        let (src_lines, src_tail) = src.as_chunks::<16>();
+        for (line, s) in lines.iter_mut().zip(src_lines) {
+            stream16(line, s);
+        }
+        dst_tail.copy_from_slice(src_tail);
+    }
+
+    /// Writes one 64-byte line with non-temporal stores.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn stream16(line: &mut [f32; 16], s: &[f32; 16]) {
+        debug_assert_eq!(line.as_ptr() as usize % 64, 0);
+        let (lo, hi) = line.split_at_mut(8);
+        let (slo, shi) = s.split_at(8);
+        // SAFETY: `lo` and `hi` are 8 writable f32 (32 bytes) each, and 32-byte aligned as
+        // `_mm256_stream_ps` requires: `line` starts on a 64-byte boundary (`stream_out`
+        // split the values before the first boundary off, and each line is 64 bytes).
+        // `slo` and `shi` are 8 readable f32 each; those loads are unaligned.
+        unsafe {
+            _mm256_stream_ps(lo.as_mut_ptr(), _mm256_loadu_ps(slo.as_ptr()));
+            _mm256_stream_ps(hi.as_mut_ptr(), _mm256_loadu_ps(shi.as_ptr()));
+        }
     }
 
     /// Loads 16 bytes.
