@@ -214,7 +214,7 @@ pub(crate) fn q3_k(b: &[u8; 110], o: &mut [f32; 256]) {
 
 /// The 8 (scale, min) pairs of Q4_K and Q5_K, 6 bits each, packed in 12 bytes.
 #[inline(always)]
-fn k_scale_min(s: &[u8]) -> ([u8; 8], [u8; 8]) {
+pub(crate) fn k_scale_min(s: &[u8]) -> ([u8; 8], [u8; 8]) {
     let mut sc = [0u8; 8];
     let mut mn = [0u8; 8];
     for j in 0..4 {

@@ -78,11 +78,11 @@ mod x86 {
             GgmlType::Q5_0 => run(src, dst, stream, |b, o| q5_0(b, o)),
             GgmlType::Q5_1 => run(src, dst, stream, |b, o| q5_1(b, o)),
             GgmlType::Q8_0 => run(src, dst, stream, |b, o| q8_0(b, o)),
-            GgmlType::Q2_K => blocks(src, dst, scalar::q2_k),
+            GgmlType::Q2_K => run(src, dst, stream, |b, o| q2_k(b, o)),
             GgmlType::Q3_K => blocks(src, dst, scalar::q3_k),
-            GgmlType::Q4_K => blocks(src, dst, scalar::q4_k),
+            GgmlType::Q4_K => run(src, dst, stream, |b, o| q4_k(b, o)),
             GgmlType::Q5_K => blocks(src, dst, scalar::q5_k),
-            GgmlType::Q6_K => blocks(src, dst, scalar::q6_k),
+            GgmlType::Q6_K => run(src, dst, stream, |b, o| q6_k(b, o)),
             GgmlType::TQ1_0 => blocks(src, dst, scalar::tq1_0),
             GgmlType::TQ2_0 => blocks(src, dst, scalar::tq2_0),
             GgmlType::MXFP4 => blocks(src, dst, scalar::mxfp4),
@@ -350,6 +350,114 @@ mod x86 {
         ];
         for (o, q) in eights(o).iter_mut().zip(q) {
             store8(o, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
+        }
+    }
+
+    /// The 16 runs of 16 values of a 256-value block (each run shares a scale in Q2_K and
+    /// Q6_K).
+    #[inline(always)]
+    fn sixteens(o: &mut [f32; 256]) -> &mut [[f32; 16]; 16] {
+        o.as_chunks_mut::<16>().0.try_into().unwrap_or_else(|_| unreachable!())
+    }
+
+    /// The 16-byte pieces of a block (the last, partial piece left out).
+    #[inline(always)]
+    fn pieces<const B: usize>(b: &[u8; B]) -> &[[u8; 16]] {
+        b.as_chunks::<16>().0
+    }
+
+    /// `d * q - m` for 16 values `q` (8 per vector), in the scalar kernels' order.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn put16(o: &mut [f32; 16], q: [__m256i; 2], d: f32, m: f32) {
+        let (d, m) = (_mm256_set1_ps(d), _mm256_set1_ps(m));
+        let (o, _) = o.as_chunks_mut::<8>();
+        for (o, q) in o.iter_mut().zip(q) {
+            store8(o, _mm256_sub_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(q)), m));
+        }
+    }
+
+    /// Bits `2s..2s + 2` of each of 16 bytes.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn crumbs(q: __m128i, s: usize) -> __m128i {
+        // 16-bit lanes shift bits across the byte boundary; the mask drops them.
+        let q = _mm_srl_epi16(q, _mm_cvtsi32_si128(2 * s as i32));
+        _mm_and_si128(q, _mm_set1_epi8(3))
+    }
+
+    /// Q2_K: v = (d * sc) * q - (dmin * m), as scalar::q2_k.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn q2_k(b: &[u8; 84], o: &mut [f32; 256]) {
+        let d = f16_to_f32(u16::from_le_bytes([b[80], b[81]]));
+        let dmin = f16_to_f32(u16::from_le_bytes([b[82], b[83]]));
+        let p = pieces(b);
+        let runs = sixteens(o);
+        for h in 0..2 {
+            for s in 0..4 {
+                for half in 0..2 {
+                    let sc = b[h * 8 + s * 2 + half];
+                    let dl = d * f32::from(sc & 0xf);
+                    let ml = nan_first(dl, dmin * f32::from(sc >> 4));
+                    // Values 128h + 32s + 16half + i: bits 2s.. of byte 16 + 32h + 16half + i.
+                    let q = crumbs(load16(&p[1 + h * 2 + half]), s);
+                    put16(&mut runs[h * 8 + s * 2 + half], widen(q), dl, ml);
+                }
+            }
+        }
+    }
+
+    /// Q4_K: v = (d * sc) * q - (dmin * m), as scalar::q4_k.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn q4_k(b: &[u8; 144], o: &mut [f32; 256]) {
+        let d = f16_to_f32(u16::from_le_bytes([b[0], b[1]]));
+        let dmin = f16_to_f32(u16::from_le_bytes([b[2], b[3]]));
+        let (sc, mn) = scalar::k_scale_min(&b[4..16]);
+        let p = pieces(b);
+        let runs = sixteens(o);
+        for c in 0..4 {
+            // Group 2c: the low nibbles of bytes 16 + 32c.. (pieces 1 + 2c, 2 + 2c); group
+            // 2c + 1: their high nibbles.
+            for (g, nib) in [(2 * c, 0), (2 * c + 1, 1)] {
+                let dl = d * f32::from(sc[g]);
+                let ml = nan_first(dl, dmin * f32::from(mn[g]));
+                for k in 0..2 {
+                    let (lo, hi) = nibbles(&p[1 + 2 * c + k]);
+                    let q = if nib == 0 { lo } else { hi };
+                    put16(&mut runs[g * 2 + k], widen(q), dl, ml);
+                }
+            }
+        }
+    }
+
+    /// Q6_K: v = (d * sc) * (q - 32), as scalar::q6_k.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn q6_k(b: &[u8; 210], o: &mut [f32; 256]) {
+        let d = f16_to_f32(u16::from_le_bytes([b[208], b[209]]));
+        let p = pieces(b);
+        let runs = sixteens(o);
+        let off = _mm256_set1_epi32(32);
+        for h in 0..2 {
+            for m in 0..4 {
+                for half in 0..2 {
+                    // Values 128h + 32m + 16half + i: nibble m / 2 of byte
+                    // 64h + 32(m % 2) + 16half + i, bits 2m.. of byte 128 + 32h + 16half + i.
+                    let (lo, hi) = nibbles(&p[h * 4 + 2 * (m % 2) + half]);
+                    let ql = if m < 2 { lo } else { hi };
+                    let qh = _mm_slli_epi16(crumbs(load16(&p[8 + h * 2 + half]), m), 4);
+                    let [x, y] = widen(_mm_or_si128(ql, qh));
+                    let g = h * 8 + 2 * m + half;
+                    let dl = _mm256_set1_ps(d * f32::from(b[192 + g] as i8));
+                    let (out, _) = runs[g].as_chunks_mut::<8>();
+                    for (o, q) in out.iter_mut().zip([x, y]) {
+                        let q = _mm256_cvtepi32_ps(_mm256_sub_epi32(q, off));
+                        store8(o, _mm256_mul_ps(dl, q));
+                    }
+                }
+            }
         }
     }
 
