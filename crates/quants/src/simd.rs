@@ -420,14 +420,15 @@ mod x86 {
         for c in 0..4 {
             // Group 2c: the low nibbles of bytes 16 + 32c.. (pieces 1 + 2c, 2 + 2c); group
             // 2c + 1: their high nibbles.
-            for (g, nib) in [(2 * c, 0), (2 * c + 1, 1)] {
+            let dm = |g: usize| {
                 let dl = d * f32::from(sc[g]);
-                let ml = nan_first(dl, dmin * f32::from(mn[g]));
-                for k in 0..2 {
-                    let (lo, hi) = nibbles(&p[1 + 2 * c + k]);
-                    let q = if nib == 0 { lo } else { hi };
-                    put16(&mut runs[g * 2 + k], widen(q), dl, ml);
-                }
+                (dl, nan_first(dl, dmin * f32::from(mn[g])))
+            };
+            let ((d0, m0), (d1, m1)) = (dm(2 * c), dm(2 * c + 1));
+            for k in 0..2 {
+                let (lo, hi) = nibbles(&p[1 + 2 * c + k]);
+                put16(&mut runs[4 * c + k], widen(lo), d0, m0);
+                put16(&mut runs[4 * c + 2 + k], widen(hi), d1, m1);
             }
         }
     }
