@@ -251,6 +251,7 @@ mod tests {
     /// for block counts around its staging groups, and for outputs at every f32 offset from
     /// a cache line (its head and tail are plain stores).
     #[test]
+    #[cfg_attr(miri, ignore = "tests the SIMD path, which Miri builds leave out")]
     fn non_temporal_stores_give_the_scalar_bits() {
         for ty in SUPPORTED {
             let (_, size) = block_layout(ty).unwrap();

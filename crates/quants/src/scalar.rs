@@ -589,7 +589,7 @@ pub(crate) fn iq1_m(b: &[u8; 56], o: &mut [f32; 256]) {
 }
 
 /// The IQ4 non-linear 4-bit values.
-const KVALUES_IQ4NL: [i8; 16] =
+pub(crate) const KVALUES_IQ4NL: [i8; 16] =
     [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
 
 /// IQ4_NL (18 bytes, 32 values): f16 d, 16 bytes of nibbles indexing the non-linear values.

@@ -94,8 +94,8 @@ mod x86 {
             GgmlType::IQ3_S => blocks(src, dst, scalar::iq3_s),
             GgmlType::IQ1_S => blocks(src, dst, scalar::iq1_s),
             GgmlType::IQ1_M => blocks(src, dst, scalar::iq1_m),
-            GgmlType::IQ4_NL => blocks(src, dst, scalar::iq4_nl),
-            GgmlType::IQ4_XS => blocks(src, dst, scalar::iq4_xs),
+            GgmlType::IQ4_NL => run(src, dst, stream, |b, o| iq4_nl(b, o)),
+            GgmlType::IQ4_XS => run(src, dst, stream, |b, o| iq4_xs(b, o)),
             _ => return false,
         }
         true
@@ -459,6 +459,57 @@ mod x86 {
                     }
                 }
             }
+        }
+    }
+
+    /// The IQ4 values of 16 nibbles (one `pshufb` into the 16-entry table), as two vectors
+    /// of eight i32.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn iq4_values(nibbles: __m128i) -> [__m256i; 2] {
+        let k = scalar::KVALUES_IQ4NL;
+        let table = _mm_setr_epi8(
+            k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9], k[10], k[11], k[12], k[13],
+            k[14], k[15],
+        );
+        let v = _mm_shuffle_epi8(table, nibbles);
+        [_mm256_cvtepi8_epi32(v), _mm256_cvtepi8_epi32(_mm_srli_si128(v, 8))]
+    }
+
+    /// 32 values `d * kvalue` of 16 bytes of IQ4 nibbles: the low nibbles are values 0–15.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn iq4_run(q: &[u8; 16], d: f32, o: &mut [f32; 32]) {
+        let d = _mm256_set1_ps(d);
+        let (lo, hi) = nibbles(q);
+        let [a, b] = iq4_values(lo);
+        let [c, e] = iq4_values(hi);
+        for (o, k) in eights(o).iter_mut().zip([a, b, c, e]) {
+            store8(o, _mm256_mul_ps(d, _mm256_cvtepi32_ps(k)));
+        }
+    }
+
+    /// IQ4_NL: v = d * kvalue, as scalar::iq4_nl.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn iq4_nl(b: &[u8; 18], o: &mut [f32; 32]) {
+        let (d, q) = b.split_first_chunk::<2>().unwrap_or_else(|| unreachable!());
+        let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
+        iq4_run(q, f16_to_f32(u16::from_le_bytes(*d)), o);
+    }
+
+    /// IQ4_XS: v = (d * (s - 32)) * kvalue, as scalar::iq4_xs.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn iq4_xs(b: &[u8; 136], o: &mut [f32; 256]) {
+        let d = f16_to_f32(u16::from_le_bytes([b[0], b[1]]));
+        let sh = u16::from_le_bytes([b[2], b[3]]);
+        let (qs, _) = b[8..].as_chunks::<16>();
+        let (runs, _) = o.as_chunks_mut::<32>();
+        for (ib, (q, o)) in qs.iter().zip(runs).enumerate() {
+            let lo = (b[4 + ib / 2] >> (4 * (ib % 2))) & 0xf;
+            let hi = ((sh >> (2 * ib)) & 3) as u8;
+            iq4_run(q, d * (i32::from(lo | (hi << 4)) - 32) as f32, o);
         }
     }
 
