@@ -338,11 +338,11 @@ pub(crate) fn tq2_0(b: &[u8; 66], o: &mut [f32; 256]) {
 }
 
 /// E2M1 values doubled (MXFP4 and NVFP4 both scale them by half the block scale).
-const KVALUES_FP4: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
+pub(crate) const KVALUES_FP4: [i8; 16] = [0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12];
 
 /// An E8M0 scale halved: 2^(e - 128), with e < 2 as f32 subnormals.
 #[inline(always)]
-fn e8m0_half(e: u8) -> f32 {
+pub(crate) fn e8m0_half(e: u8) -> f32 {
     let e = u32::from(e);
     f32::from_bits(if e < 2 { 0x0020_0000 << e } else { (e - 1) << 23 })
 }
@@ -361,7 +361,7 @@ pub(crate) fn mxfp4(b: &[u8; 17], o: &mut [f32; 32]) {
 
 /// An unsigned E4M3 scale (bias 7) halved, as gguf-py decodes it: 0x00 and 0x7F are 0.
 #[inline(always)]
-fn ue4m3_half(x: u8) -> f32 {
+pub(crate) fn ue4m3_half(x: u8) -> f32 {
     if x == 0 || x == 0x7f {
         return 0.0;
     }

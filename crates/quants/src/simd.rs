@@ -85,8 +85,8 @@ mod x86 {
             GgmlType::Q6_K => run(src, dst, stream, |b, o| q6_k(b, o)),
             GgmlType::TQ1_0 => blocks(src, dst, scalar::tq1_0),
             GgmlType::TQ2_0 => blocks(src, dst, scalar::tq2_0),
-            GgmlType::MXFP4 => blocks(src, dst, scalar::mxfp4),
-            GgmlType::NVFP4 => blocks(src, dst, scalar::nvfp4),
+            GgmlType::MXFP4 => run(src, dst, stream, |b, o| mxfp4(b, o)),
+            GgmlType::NVFP4 => run(src, dst, stream, |b, o| nvfp4(b, o)),
             GgmlType::IQ2_XXS => blocks(src, dst, scalar::iq2_xxs),
             GgmlType::IQ2_XS => blocks(src, dst, scalar::iq2_xs),
             GgmlType::IQ2_S => blocks(src, dst, scalar::iq2_s),
@@ -462,30 +462,65 @@ mod x86 {
         }
     }
 
-    /// The IQ4 values of 16 nibbles (one `pshufb` into the 16-entry table), as two vectors
-    /// of eight i32.
+    /// A 16-entry table of signed values for `pshufb`.
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn iq4_values(nibbles: __m128i) -> [__m256i; 2] {
-        let k = scalar::KVALUES_IQ4NL;
-        let table = _mm_setr_epi8(
+    fn lut16(k: [i8; 16]) -> __m128i {
+        _mm_setr_epi8(
             k[0], k[1], k[2], k[3], k[4], k[5], k[6], k[7], k[8], k[9], k[10], k[11], k[12], k[13],
             k[14], k[15],
-        );
+        )
+    }
+
+    /// The table values of 16 nibbles (one `pshufb`), as two vectors of eight i32.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn looked_up(table: __m128i, nibbles: __m128i) -> [__m256i; 2] {
         let v = _mm_shuffle_epi8(table, nibbles);
         [_mm256_cvtepi8_epi32(v), _mm256_cvtepi8_epi32(_mm_srli_si128(v, 8))]
     }
 
-    /// 32 values `d * kvalue` of 16 bytes of IQ4 nibbles: the low nibbles are values 0–15.
+    /// 32 values `d * table[nibble]` of 16 bytes of nibbles: the low nibbles are values 0–15.
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn iq4_run(q: &[u8; 16], d: f32, o: &mut [f32; 32]) {
+    fn nibble_run(q: &[u8; 16], d: f32, table: __m128i, o: &mut [f32; 32]) {
         let d = _mm256_set1_ps(d);
         let (lo, hi) = nibbles(q);
-        let [a, b] = iq4_values(lo);
-        let [c, e] = iq4_values(hi);
+        let [a, b] = looked_up(table, lo);
+        let [c, e] = looked_up(table, hi);
         for (o, k) in eights(o).iter_mut().zip([a, b, c, e]) {
             store8(o, _mm256_mul_ps(d, _mm256_cvtepi32_ps(k)));
+        }
+    }
+
+    /// MXFP4: v = d * kvalue, as scalar::mxfp4.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn mxfp4(b: &[u8; 17], o: &mut [f32; 32]) {
+        let (e, q) = b.split_first().unwrap_or_else(|| unreachable!());
+        let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
+        nibble_run(q, scalar::e8m0_half(*e), lut16(scalar::KVALUES_FP4), o);
+    }
+
+    /// NVFP4: v = d[sub-block] * kvalue, as scalar::nvfp4.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn nvfp4(b: &[u8; 36], o: &mut [f32; 64]) {
+        let table = lut16(scalar::KVALUES_FP4);
+        let (scales, q) = b.split_first_chunk::<4>().unwrap_or_else(|| unreachable!());
+        let (q, _) = q.as_chunks::<8>();
+        let (runs, _) = o.as_chunks_mut::<8>();
+        for (s, (q, out)) in scales.iter().zip(q.iter().zip(runs.chunks_exact_mut(2))) {
+            let d = _mm256_set1_ps(scalar::ue4m3_half(*s));
+            // SAFETY: `q` is 8 readable bytes; `_mm_loadl_epi64` reads exactly 8, unaligned.
+            let v = unsafe { _mm_loadl_epi64(q.as_ptr().cast()) };
+            let m = _mm_set1_epi8(0x0f);
+            let (lo, hi) = (_mm_and_si128(v, m), _mm_and_si128(_mm_srli_epi16(v, 4), m));
+            // Low nibbles are the sub-block's values 0–7, high ones 8–15.
+            for (o, n) in out.iter_mut().zip([lo, hi]) {
+                let k = _mm256_cvtepi8_epi32(_mm_shuffle_epi8(table, n));
+                store8(o, _mm256_mul_ps(d, _mm256_cvtepi32_ps(k)));
+            }
         }
     }
 
@@ -495,7 +530,7 @@ mod x86 {
     fn iq4_nl(b: &[u8; 18], o: &mut [f32; 32]) {
         let (d, q) = b.split_first_chunk::<2>().unwrap_or_else(|| unreachable!());
         let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
-        iq4_run(q, f16_to_f32(u16::from_le_bytes(*d)), o);
+        nibble_run(q, f16_to_f32(u16::from_le_bytes(*d)), lut16(scalar::KVALUES_IQ4NL), o);
     }
 
     /// IQ4_XS: v = (d * (s - 32)) * kvalue, as scalar::iq4_xs.
@@ -506,10 +541,11 @@ mod x86 {
         let sh = u16::from_le_bytes([b[2], b[3]]);
         let (qs, _) = b[8..].as_chunks::<16>();
         let (runs, _) = o.as_chunks_mut::<32>();
+        let table = lut16(scalar::KVALUES_IQ4NL);
         for (ib, (q, o)) in qs.iter().zip(runs).enumerate() {
             let lo = (b[4 + ib / 2] >> (4 * (ib % 2))) & 0xf;
             let hi = ((sh >> (2 * ib)) & 3) as u8;
-            iq4_run(q, d * (i32::from(lo | (hi << 4)) - 32) as f32, o);
+            nibble_run(q, d * (i32::from(lo | (hi << 4)) - 32) as f32, table, o);
         }
     }
 
