@@ -5,11 +5,14 @@
 //!     cargo run --release -- [--mb 250] [--runs 5] [--fresh] [--gguf-py PYTHON]
 //!                            [--gguf-py-mb 25] [TYPE...]
 //!
+//! `--roofline` prints the machine's write ceilings instead (src/roofline.rs).
 //! `--hash` prints an FNV-1a hash of the values' bits (to compare with other readers).
 //! `--cpu-time` times one-thread runs by the thread's CPU time instead of the wall clock.
 //! `--fresh` times every run on a newly allocated output (page faults included) instead of
 //! one reused, pre-faulted buffer; `--gguf-py` needs `pip install gguf==0.19.0 numpy` in
 //! that Python.
+
+mod roofline;
 
 use candle_core::quantized::k_quants::{self as ck, GgmlType as _};
 use sipllm_quants::GgmlType;
@@ -217,6 +220,10 @@ fn args() -> Args {
             "--fresh" => a.mode = Output::Fresh,
             "--cpu-time" => a.clock = Clock::Thread,
             "--hash" => a.hash = true,
+            "--roofline" => {
+                roofline::report();
+                std::process::exit(0);
+            }
             "--gguf-py" => a.python = Some(value()),
             "--gguf-py-mb" => a.python_mb = value().parse().expect("--gguf-py-mb MB"),
             name => a.types.push(GgmlType::from_name(name).expect("a type name")),
