@@ -79,7 +79,7 @@ mod x86 {
             GgmlType::Q5_1 => run(src, dst, stream, |b, o| q5_1(b, o)),
             GgmlType::Q8_0 => run(src, dst, stream, |b, o| q8_0(b, o)),
             GgmlType::Q2_K => run(src, dst, stream, |b, o| q2_k(b, o)),
-            GgmlType::Q3_K => blocks(src, dst, scalar::q3_k),
+            GgmlType::Q3_K => run(src, dst, stream, |b, o| q3_k(b, o)),
             GgmlType::Q4_K => run(src, dst, stream, |b, o| q4_k(b, o)),
             GgmlType::Q5_K => blocks(src, dst, scalar::q5_k),
             GgmlType::Q6_K => run(src, dst, stream, |b, o| q6_k(b, o)),
@@ -341,13 +341,8 @@ mod x86 {
         let (d, q) = b.split_first_chunk::<2>().unwrap_or_else(|| unreachable!());
         let d = _mm256_set1_ps(f16_to_f32(u16::from_le_bytes(*d)));
         let (q, _) = q.as_chunks::<16>();
-        let q = [load16(&q[0]), load16(&q[1])];
-        let q = [
-            _mm256_cvtepi8_epi32(q[0]),
-            _mm256_cvtepi8_epi32(_mm_srli_si128(q[0], 8)),
-            _mm256_cvtepi8_epi32(q[1]),
-            _mm256_cvtepi8_epi32(_mm_srli_si128(q[1], 8)),
-        ];
+        let ([a, b], [c, e]) = (widen_signed(load16(&q[0])), widen_signed(load16(&q[1])));
+        let q = [a, b, c, e];
         for (o, q) in eights(o).iter_mut().zip(q) {
             store8(o, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
         }
@@ -377,13 +372,57 @@ mod x86 {
         }
     }
 
+    /// Each of 16 bytes shifted right by `shift` and masked with `mask`.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn field(q: __m128i, shift: usize, mask: i8) -> __m128i {
+        // 16-bit lanes shift bits across the byte boundary; the mask drops them.
+        let q = _mm_srl_epi16(q, _mm_cvtsi32_si128(shift as i32));
+        _mm_and_si128(q, _mm_set1_epi8(mask))
+    }
+
     /// Bits `2s..2s + 2` of each of 16 bytes.
     #[target_feature(enable = "avx2")]
     #[inline]
     fn crumbs(q: __m128i, s: usize) -> __m128i {
-        // 16-bit lanes shift bits across the byte boundary; the mask drops them.
-        let q = _mm_srl_epi16(q, _mm_cvtsi32_si128(2 * s as i32));
-        _mm_and_si128(q, _mm_set1_epi8(3))
+        field(q, 2 * s, 3)
+    }
+
+    /// Bytes 0–7 and 8–15 of `v` as signed values, each widened to eight i32.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn widen_signed(v: __m128i) -> [__m256i; 2] {
+        [_mm256_cvtepi8_epi32(v), _mm256_cvtepi8_epi32(_mm_srli_si128(v, 8))]
+    }
+
+    /// Q3_K: v = (d * (sc - 32)) * (ql - 4 * !hbit), as scalar::q3_k.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn q3_k(b: &[u8; 110], o: &mut [f32; 256]) {
+        let d = f16_to_f32(u16::from_le_bytes([b[108], b[109]]));
+        let sc = &b[96..108];
+        let p = pieces(b);
+        let runs = sixteens(o);
+        let one = _mm_set1_epi8(1);
+        for h in 0..2 {
+            for sh in 0..4 {
+                for half in 0..2 {
+                    let g = h * 8 + sh * 2 + half;
+                    let lo = (sc[g % 8] >> (4 * (g / 8))) & 0xf;
+                    let hi = (sc[8 + g % 4] >> (2 * (g / 4))) & 3;
+                    let dl = _mm256_set1_ps(d * (i32::from(lo | (hi << 4)) - 32) as f32);
+                    // Values 128h + 32sh + 16half + i: bits 2sh.. of byte 32 + 32h + 16half + i,
+                    // and the high bit 4h + sh of byte 16half + i.
+                    let ql = crumbs(load16(&p[2 + 2 * h + half]), sh);
+                    let hb = field(load16(&p[half]), 4 * h + sh, 1);
+                    let q = _mm_sub_epi8(ql, _mm_slli_epi16(_mm_xor_si128(hb, one), 2));
+                    let (out, _) = runs[g].as_chunks_mut::<8>();
+                    for (o, q) in out.iter_mut().zip(widen_signed(q)) {
+                        store8(o, _mm256_mul_ps(dl, _mm256_cvtepi32_ps(q)));
+                    }
+                }
+            }
+        }
     }
 
     /// Q2_K: v = (d * sc) * q - (dmin * m), as scalar::q2_k.
@@ -476,8 +515,7 @@ mod x86 {
     #[target_feature(enable = "avx2")]
     #[inline]
     fn looked_up(table: __m128i, nibbles: __m128i) -> [__m256i; 2] {
-        let v = _mm_shuffle_epi8(table, nibbles);
-        [_mm256_cvtepi8_epi32(v), _mm256_cvtepi8_epi32(_mm_srli_si128(v, 8))]
+        widen_signed(_mm_shuffle_epi8(table, nibbles))
     }
 
     /// 32 values `d * table[nibble]` of 16 bytes of nibbles: the low nibbles are values 0–15.
