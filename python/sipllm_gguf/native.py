@@ -10,11 +10,13 @@ b'\\x00\\x00\\x80?'
 
 Opening reads the header only. Metadata values are decoded when they are looked up: integers,
 floats, bools and strings as Python objects, numeric arrays as numpy arrays of the stored type,
-string arrays as a lazy :class:`StrSeq`. Tensor data is read only by :meth:`Model.read`.
+string arrays as a lazy :class:`StrSeq`. Tensor data is read only by :meth:`Model.read`
+(stored bytes) and :meth:`Model.values` (``float32`` values in the row-major shape).
 """
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Iterator, NamedTuple
@@ -191,6 +193,30 @@ class Model:
         """The stored bytes of tensor ``name`` as a read-only 1-D numpy ``uint8`` array (no
         copy beyond the read)."""
         return np.frombuffer(self._native.read(name), dtype=np.uint8)
+
+    def values(self, name: str) -> npt.NDArray[np.float32]:
+        """The values of tensor ``name`` as a fresh, writable ``float32`` array in its
+        row-major :attr:`Tensor.shape`: bit for bit what gguf-py's
+        ``gguf.quants.dequantize(reader_tensor.data, reader_tensor.tensor_type)`` gives, read
+        in bounded chunks (8 MiB of stored bytes at a time, besides the result) and
+        dequantized with the GIL released, on every core for big tensors.
+
+        Raises :class:`~sipllm_gguf.UnsupportedTypeError` (a ``NotImplementedError``) for a
+        type without values (integer tensors, ``Q8_1``, ``Q8_K``, unknown codes),
+        :class:`~sipllm_gguf.GGUFError` with code ``python::values::big_endian`` for a
+        big-endian file, ``KeyError`` for a missing tensor."""
+        shape = self.tensor(name).shape
+        return np.frombuffer(self._native.values(name), dtype=np.float32).reshape(shape)
+
+    def values_at(self, name: str, start: int, stop: int) -> npt.NDArray[np.float32]:
+        """Values ``start:stop`` (element indices in row-major order, ``stop`` exclusive) of
+        tensor ``name`` as a 1-D ``float32`` array, reading only the blocks they touch (a few
+        rows of a big tensor, say). A range outside the tensor raises
+        :class:`~sipllm_gguf.GGUFError` (``stream::values::element_range``)."""
+        start, stop = operator.index(start), operator.index(stop)
+        if start < 0 or stop < 0:
+            raise ValueError(f"element indices must be 0 or more, not {start}:{stop}")
+        return np.frombuffer(self._native.values(name, start, stop), dtype=np.float32)
 
     def read_at(self, offset: int, length: int) -> bytes:
         """``length`` bytes at absolute ``offset`` (a part of a tensor, say; a split set's
