@@ -205,8 +205,9 @@ class Model:
         type without values (integer tensors, ``Q8_1``, ``Q8_K``, unknown codes),
         :class:`~sipllm_gguf.GGUFError` with code ``python::values::big_endian`` for a
         big-endian file, ``KeyError`` for a missing tensor."""
-        shape = self.tensor(name).shape
-        return np.frombuffer(self._native.values(name), dtype=np.float32).reshape(shape)
+        out = np.empty(self.tensor(name).shape, dtype=np.float32)
+        self._native.values(name, out.reshape(-1).view(np.uint8))
+        return out
 
     def values_at(self, name: str, start: int, stop: int) -> npt.NDArray[np.float32]:
         """Values ``start:stop`` (element indices in row-major order, ``stop`` exclusive) of
@@ -216,7 +217,11 @@ class Model:
         start, stop = operator.index(start), operator.index(stop)
         if start < 0 or stop < 0:
             raise ValueError(f"element indices must be 0 or more, not {start}:{stop}")
-        return np.frombuffer(self._native.values(name, start, stop), dtype=np.float32)
+        n = self.tensor(name).n_elements
+        # A range outside the tensor gets the read side's typed error before any allocation.
+        out = np.empty(stop - start if start <= stop <= n else 0, dtype=np.float32)
+        self._native.values(name, out.view(np.uint8), start, stop)
+        return out
 
     def read_at(self, offset: int, length: int) -> bytes:
         """``length`` bytes at absolute ``offset`` (a part of a tensor, say; a split set's

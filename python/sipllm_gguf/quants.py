@@ -41,6 +41,8 @@ from . import _native
 __all__ = ["SUPPORTED", "QuantType", "block_layout", "dequantize", "is_supported"]
 
 _F32 = 0
+#: Threads when ``threads`` is not given (see the docstring of :func:`dequantize`).
+_DEFAULT_THREADS = 1
 
 
 class QuantType(NamedTuple):
@@ -87,7 +89,7 @@ def dequantize(data: npt.ArrayLike, qtype: Any, *, threads: int | None = None) -
     without values, :class:`~sipllm_gguf.GGUFError` (a ``ValueError``) when the last axis is not
     whole blocks."""
     code = operator.index(qtype)
-    n_threads = 0 if threads is None else operator.index(threads)
+    n_threads = _DEFAULT_THREADS if threads is None else operator.index(threads)
     if n_threads < 0:
         raise ValueError(f"threads must be 0 or more (0 or None: every core), not {threads}")
     # Bytes-likes are their bytes (gguf-py takes numpy arrays only).
@@ -106,5 +108,7 @@ def dequantize(data: npt.ArrayLike, qtype: Any, *, threads: int | None = None) -
         return arr.view(np.float32)
     # ``bytes`` is immutable, so Rust borrows it whole; anything else is copied in pieces.
     src = raw if raw is not None else arr.view(np.uint8).reshape(-1)
-    out = np.frombuffer(_native.dequantize(src, code, n_threads), dtype=np.float32)
-    return out.reshape((*arr.shape[:-1], row))
+    # numpy's own fresh memory (huge pages, not zeroed first): see python/src/values.rs.
+    out = np.empty((*arr.shape[:-1], row), dtype=np.float32)
+    _native.dequantize(src, code, out.reshape(-1).view(np.uint8), n_threads)
+    return out

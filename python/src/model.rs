@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyList, PyTuple};
 use sipllm_gguf::{Endian, Gguf, MetaValue, ParseOptions, Profile, ValueType, value::ArrayView};
 use sipllm_streaming::HeaderBytes;
 use sipllm_streaming::{Meta, OpenOptions, StreamError, WeightSource};
@@ -334,22 +334,24 @@ impl Model {
         read_bytes(py, len, &self.path, |buf| model.read_raw(t, buf).map(|_| ()))
     }
 
-    /// The f32 values of elements `start..stop` (row-major, default: all) of tensor `name`, in
-    /// a fresh `bytearray`: dequantized as gguf-py does, bit for bit, streaming through the
-    /// seam's `read_f32_at` with the GIL released.
-    #[pyo3(signature = (name, start = None, stop = None))]
-    fn values<'py>(
+    /// The f32 values of elements `start..stop` (row-major, default: all) of tensor `name`
+    /// into `out`, a 1-D numpy `uint8` view of a `float32` array of their size: dequantized
+    /// as gguf-py does, bit for bit, streaming through the seam's `read_f32_at` with the GIL
+    /// released.
+    #[pyo3(signature = (name, out, start = None, stop = None))]
+    fn values(
         &self,
-        py: Python<'py>,
+        py: Python<'_>,
         name: &str,
+        out: &Bound<'_, PyAny>,
         start: Option<u64>,
         stop: Option<u64>,
-    ) -> PyResult<Bound<'py, PyByteArray>> {
+    ) -> PyResult<()> {
         let t = self.tensor(name)?;
         self.refuse_big_endian(py, name)?;
         let count = t.element_count().unwrap_or(u64::MAX);
         let range = start.unwrap_or(0)..stop.unwrap_or(count);
-        tensor_values(py, self.inner.as_weight_source(), t, range).map_err(|e| match e {
+        tensor_values(py, self.inner.as_weight_source(), t, range, out).map_err(|e| match e {
             ValuesError::Stream(e) => stream_error(py, &e, &self.path),
             ValuesError::Python(e) => e,
         })

@@ -1,30 +1,28 @@
-//! Tensor values: `dequantize(data, code)` (behind `sipllm_gguf.quants.dequantize`, the drop-in
-//! for gguf-py's) and `Model.values(name)` (through the seam's `read_f32_at`).
+//! Tensor values: `dequantize(data, code, out)` (behind `sipllm_gguf.quants.dequantize`, the
+//! drop-in for gguf-py's) and `Model.values(name)` (through the seam's `read_f32_at`).
 //!
-//! Both write f32 straight into a fresh `bytearray` (writable, as gguf-py's arrays are), which
-//! Python wraps with `numpy.frombuffer` without a copy. The bytes are viewed as `&mut [f32]` by
-//! `bytemuck` (CPython's allocators align it to 16 bytes); if a buffer ever is not aligned, the
-//! values go through a small aligned scratch buffer and are copied. The GIL is released while
-//! values are computed. Inputs that are not `bytes` (numpy arrays, memoryviews) are copied to
-//! Rust in pieces of a few MiB (the limited API of Python 3.9 has no buffer protocol, and
-//! borrowing a mutable buffer without it would need `unsafe`), so a piece is still in cache
-//! when it is dequantized and the extra memory is one piece, whatever the input's size.
+//! The output is a numpy array the caller made with `numpy.empty`: numpy asks the kernel for
+//! transparent huge pages for big arrays and does not zero them, where a fresh `bytearray`
+//! (the one writable Python buffer safe Rust can fill in place under the limited API of 3.9)
+//! is malloc'd in 4 KiB pages and zeroed first: measured here, filling a fresh 1 GB
+//! `bytearray` runs at 2-3 GB/s, `numpy.empty` and a copy in 1 MiB pieces at 9-15 GB/s.
+//! So values are computed in pieces of about 1 MiB into a `bytes` object (still in cache
+//! when numpy copies it into its place), with the GIL released while each is computed.
+//! `bytemuck` views the piece's bytes as `&mut [f32]` (CPython aligns them to 16 bytes); if a
+//! buffer ever is not aligned, the values go through an aligned scratch buffer instead.
+//! Inputs that are not `bytes` (numpy arrays, memoryviews) are copied to Rust a piece at a
+//! time (without the buffer protocol, borrowing them would need `unsafe`).
 
 use std::ops::Range;
 
-use pyo3::exceptions::{PyMemoryError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PySlice};
+use pyo3::types::{PyBytes, PyList, PyMemoryView, PySlice};
 use sipllm_gguf::GgmlType;
 use sipllm_quants::{DequantError, PARALLEL_MIN_BYTES_PER_THREAD};
 use sipllm_streaming::{StreamError, TensorError, TensorInfo, WeightSource};
 
 use crate::errors::{Diag, gguf_error};
-
-/// Input bytes per piece copied from a non-`bytes` input (rounded down to whole blocks; more
-/// when many threads share a piece, so that each still gets
-/// [`PARALLEL_MIN_BYTES_PER_THREAD`] or more).
-const PIECE_BYTES: usize = 4 << 20;
 
 /// Values per step of the unaligned fallback: a multiple of every block size (1, 32, 64, 256).
 const SCRATCH_VALUES: usize = 1 << 16;
@@ -93,78 +91,100 @@ impl<'a> Out<'a> {
             }
         }
     }
-
-    /// Dequantizes `src` (whole blocks of `ty`) into values `at..`.
-    fn dequantize(
-        &mut self,
-        ty: GgmlType,
-        src: &[u8],
-        at: usize,
-        threads: usize,
-    ) -> Result<(), DequantError> {
-        let n = sipllm_quants::element_count(ty, src.len())?;
-        let (bn, bb) =
-            sipllm_quants::block_layout(ty).ok_or(DequantError::UnsupportedType { ty })?;
-        self.fill(at, n, SCRATCH_VALUES, |r, dst| {
-            run(ty, &src[r.start / bn * bb..r.end / bn * bb], dst, threads)
-        })
-    }
 }
 
-/// The `bytearray` of the f32 values of `data` (a `bytes` object, or a 1-D object of bytes
-/// that slices and has `tobytes()`: a numpy `uint8` array, a memoryview), dequantized as ggml
-/// type `code` on up to `threads` threads (0 = every core).
+/// Values per piece: 1 MiB of f32, a multiple of every block size (1, 32, 64, 256).
+const PIECE_VALUES: usize = 1 << 18;
+
+/// Checks that `out` (a 1-D numpy `uint8` view of the output) holds `values` f32.
+fn check_out(out: &Bound<'_, PyAny>, values: usize) -> PyResult<()> {
+    let have = out.len()?;
+    if values.checked_mul(4) != Some(have) {
+        return Err(PyValueError::new_err(format!(
+            "the output has {have} bytes, but the values take {values} x 4"
+        )));
+    }
+    Ok(())
+}
+
+/// Computes values `at..at + n` with `fill` (the GIL released) into a fresh `bytes`, then
+/// copies them into their place in `out` (numpy's copy).
+fn put<E: Send>(
+    py: Python<'_>,
+    out: &Bound<'_, PyAny>,
+    at: usize,
+    n: usize,
+    fill: impl FnMut(Range<usize>, &mut [f32]) -> Result<(), E> + Send,
+) -> PyResult<Result<(), E>> {
+    let mut failure = None;
+    let piece = PyBytes::new_with(py, n * 4, |buf| {
+        let mut piece = Out::new(buf);
+        failure = py.detach(|| piece.fill(0, n, SCRATCH_VALUES, fill)).err();
+        Ok(())
+    })?;
+    if let Some(e) = failure {
+        return Ok(Err(e));
+    }
+    let to = PySlice::new(py, isize::try_from(at * 4)?, isize::try_from((at + n) * 4)?, 1);
+    out.set_item(to, PyMemoryView::from(piece.as_any())?)?;
+    Ok(Ok(()))
+}
+
+/// Dequantizes `data` (a `bytes` object, or a 1-D object of bytes that slices and has
+/// `tobytes()`: a numpy `uint8` array, a memoryview) as ggml type `code` into `out`, a 1-D
+/// numpy `uint8` view of a C-contiguous `float32` array of exactly the values' size. Up to
+/// `threads` threads share each piece (0 = every core); 1 keeps to the calling one.
 #[pyfunction]
-#[pyo3(signature = (data, code, threads = 0))]
+#[pyo3(signature = (data, code, out, threads = 1))]
 pub(crate) fn dequantize<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     code: u32,
+    out: &Bound<'py, PyAny>,
     threads: usize,
-) -> PyResult<Bound<'py, PyByteArray>> {
+) -> PyResult<()> {
     let ty = GgmlType::from_code(code);
     let len = data.len()?;
     let count = sipllm_quants::element_count(ty, len).map_err(|e| dequant_error(py, &e, ""))?;
-    let (_, bb) = sipllm_quants::block_layout(ty).unwrap_or((1, 1));
-    let out_len = count.checked_mul(4).ok_or_else(|| {
-        PyMemoryError::new_err(format!("{count} f32 values do not fit in memory"))
-    })?;
-    let mut failure = None;
-    let out = PyByteArray::new_with(py, out_len, |buf| {
-        let mut out = Out::new(buf);
-        if let Ok(bytes) = data.cast::<PyBytes>() {
-            // Immutable: borrowed as it is, whole.
-            let src = bytes.as_bytes();
-            failure = py.detach(|| out.dequantize(ty, src, 0, threads)).err();
-            return Ok(());
-        }
-        let per_thread = PARALLEL_MIN_BYTES_PER_THREAD.saturating_mul(2);
-        let piece = PIECE_BYTES.max(per_thread.saturating_mul(thread_count(threads)));
-        let piece = (piece / bb).max(1) * bb;
-        let (mut lo, mut at) = (0usize, 0usize);
-        while lo < len && failure.is_none() {
-            let hi = lo.saturating_add(piece).min(len);
-            let slice = PySlice::new(py, isize::try_from(lo)?, isize::try_from(hi)?, 1);
-            let copied = data.get_item(slice)?.call_method0("tobytes")?;
-            let src = copied.cast::<PyBytes>()?.as_bytes();
-            if src.len() != hi - lo {
-                return Err(PyValueError::new_err(format!(
-                    "bytes {lo}..{hi} of the input came out as {} bytes: the input must be a \
-                     1-D buffer of bytes (a numpy uint8 array)",
-                    src.len()
-                )));
-            }
-            let values = (hi - lo) / bb * sipllm_quants::block_layout(ty).map_or(0, |l| l.0);
-            failure = py.detach(|| out.dequantize(ty, src, at, threads)).err();
-            lo = hi;
-            at += values;
-        }
-        Ok(())
-    })?;
-    match failure {
-        Some(e) => Err(dequant_error(py, &e, "")),
-        None => Ok(out),
+    check_out(out, count)?;
+    let (bn, bb) = sipllm_quants::block_layout(ty).unwrap_or((1, 1));
+    // Whole blocks per piece: about PIECE_VALUES values, or with threads enough input for
+    // each of them to get PARALLEL_MIN_BYTES_PER_THREAD.
+    let mut blocks = (PIECE_VALUES / bn).max(1);
+    if threads != 1 {
+        let need = PARALLEL_MIN_BYTES_PER_THREAD.saturating_mul(thread_count(threads));
+        blocks = blocks.max(need.div_ceil(bb));
     }
+    let borrowed = data.cast::<PyBytes>().ok().map(|b| b.as_bytes());
+    let (mut lo, mut at) = (0usize, 0usize);
+    while lo < len {
+        let hi = lo.saturating_add(blocks * bb).min(len);
+        let copied;
+        let src = match borrowed {
+            // `bytes` is immutable: borrowed as it is.
+            Some(all) => &all[lo..hi],
+            None => {
+                let slice = PySlice::new(py, isize::try_from(lo)?, isize::try_from(hi)?, 1);
+                copied = data.get_item(slice)?.call_method0("tobytes")?.cast_into::<PyBytes>()?;
+                copied.as_bytes()
+            }
+        };
+        if src.len() != hi - lo {
+            return Err(PyValueError::new_err(format!(
+                "bytes {lo}..{hi} of the input came out as {} bytes: the input must be a 1-D \
+                 buffer of bytes (a numpy uint8 array)",
+                src.len()
+            )));
+        }
+        let n = (hi - lo) / bb * bn;
+        put(py, out, at, n, |r, dst| {
+            run(ty, &src[r.start / bn * bb..r.end / bn * bb], dst, threads)
+        })?
+        .map_err(|e| dequant_error(py, &e, ""))?;
+        lo = hi;
+        at += n;
+    }
+    Ok(())
 }
 
 /// Values per row of `row_bytes` bytes of type `code` (gguf-py's output shape rule), or the
@@ -187,14 +207,16 @@ pub(crate) fn supported_types(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
     PyList::new(py, rows)
 }
 
-/// Values `range` of `tensor` from `source` in a fresh `bytearray` (the GIL released while
-/// they are read and computed).
-pub(crate) fn tensor_values<'py>(
-    py: Python<'py>,
+/// Values `range` of `tensor` from `source` into `out` (a 1-D numpy `uint8` view of a
+/// `float32` array of the range's length), a piece at a time through `read_f32_at` (the GIL
+/// released while each is read and computed).
+pub(crate) fn tensor_values(
+    py: Python<'_>,
     source: &(dyn WeightSource + '_),
     tensor: &TensorInfo,
     range: Range<u64>,
-) -> Result<Bound<'py, PyByteArray>, ValuesError> {
+    out: &Bound<'_, PyAny>,
+) -> Result<(), ValuesError> {
     let count = tensor.element_count().unwrap_or(u64::MAX);
     if range.start > range.end || range.end > count {
         return Err(ValuesError::Stream(StreamError::Tensor(TensorError::ElementRange {
@@ -205,34 +227,28 @@ pub(crate) fn tensor_values<'py>(
             got: range.end.saturating_sub(range.start),
         })));
     }
-    let n = usize::try_from(range.end - range.start).ok().filter(|n| n.checked_mul(4).is_some());
-    let Some(n) = n else {
-        return Err(ValuesError::Stream(StreamError::TooLarge {
+    let n = usize::try_from(range.end - range.start).map_err(|_| {
+        ValuesError::Stream(StreamError::TooLarge {
             what: format!("the values of tensor {:?}", tensor.name),
             bytes: (range.end - range.start).saturating_mul(4),
-        }));
-    };
-    let mut failure = None;
-    let out = PyByteArray::new_with(py, n * 4, |buf| {
-        let mut out = Out::new(buf);
-        let start = range.start;
-        failure = py
-            .detach(|| {
-                out.fill(0, n, SCRATCH_VALUES, |r, dst| {
-                    source.read_f32_at(tensor, start + r.start as u64..start + r.end as u64, dst)
-                })
-            })
-            .err();
-        Ok(())
-    })
-    .map_err(ValuesError::Python)?;
-    match failure {
-        Some(e) => Err(ValuesError::Stream(e)),
-        None => Ok(out),
+        })
+    })?;
+    check_out(out, n).map_err(ValuesError::Python)?;
+    let mut at = 0;
+    while at < n {
+        let k = PIECE_VALUES.min(n - at);
+        let from = range.start + at as u64;
+        put(py, out, at, k, |r, dst| {
+            source.read_f32_at(tensor, from + r.start as u64..from + r.end as u64, dst)
+        })
+        .map_err(ValuesError::Python)?
+        .map_err(ValuesError::Stream)?;
+        at += k;
     }
+    Ok(())
 }
 
-/// Why [`tensor_values`] failed: the read side's error, or Python's (out of memory).
+/// Why [`tensor_values`] failed: the read side's error, or Python's.
 #[derive(Debug)]
 pub(crate) enum ValuesError {
     Stream(StreamError),
