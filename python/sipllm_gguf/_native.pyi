@@ -104,7 +104,9 @@ class Model:
     def tensors(self) -> list[tuple[str, int, str, tuple[int, ...], int | None, int]]: ...
     def read(self, name: str) -> bytes: ...
     def read_at(self, offset: int, length: int) -> bytes: ...
-    def values(self, name: str, out: object, start: int | None = None, stop: int | None = None) -> None:
+    def values(
+        self, name: str, out: object, start: int | None = None, stop: int | None = None, threads: int = 1
+    ) -> None:
         """f32 values of elements ``start..stop`` (default: all) into ``out``, a 1-D uint8 view
         of a float32 array of their size."""
 

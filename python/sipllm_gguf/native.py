@@ -194,19 +194,23 @@ class Model:
         copy beyond the read)."""
         return np.frombuffer(self._native.read(name), dtype=np.uint8)
 
-    def values(self, name: str) -> npt.NDArray[np.float32]:
+    def values(self, name: str, *, threads: int | None = None) -> npt.NDArray[np.float32]:
         """The values of tensor ``name`` as a fresh, writable ``float32`` array in its
         row-major :attr:`Tensor.shape`: bit for bit what gguf-py's
         ``gguf.quants.dequantize(reader_tensor.data, reader_tensor.tensor_type)`` gives, read
         in bounded chunks (8 MiB of stored bytes at a time, besides the result) and
-        dequantized with the GIL released, on every core for big tensors.
+        dequantized with the GIL released. ``threads``: as in
+        :func:`sipllm_gguf.quants.dequantize` (default one; 0: every core).
 
         Raises :class:`~sipllm_gguf.UnsupportedTypeError` (a ``NotImplementedError``) for a
         type without values (integer tensors, ``Q8_1``, ``Q8_K``, unknown codes),
         :class:`~sipllm_gguf.GGUFError` with code ``python::values::big_endian`` for a
         big-endian file, ``KeyError`` for a missing tensor."""
+        n_threads = 1 if threads is None else operator.index(threads)
+        if n_threads < 0:
+            raise ValueError(f"threads must be 0 or more (0: every core), not {threads}")
         out = np.empty(self.tensor(name).shape, dtype=np.float32)
-        self._native.values(name, out.reshape(-1).view(np.uint8))
+        self._native.values(name, out.reshape(-1).view(np.uint8), threads=n_threads)
         return out
 
     def values_at(self, name: str, start: int, stop: int) -> npt.NDArray[np.float32]:

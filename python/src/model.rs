@@ -336,9 +336,9 @@ impl Model {
 
     /// The f32 values of elements `start..stop` (row-major, default: all) of tensor `name`
     /// into `out`, a 1-D numpy `uint8` view of a `float32` array of their size: dequantized
-    /// as gguf-py does, bit for bit, streaming through the seam's `read_f32_at` with the GIL
-    /// released.
-    #[pyo3(signature = (name, out, start = None, stop = None))]
+    /// as gguf-py does, bit for bit, in bounded chunks with the GIL released, on up to
+    /// `threads` threads (0 = every core) for a whole tensor.
+    #[pyo3(signature = (name, out, start = None, stop = None, threads = 1))]
     fn values(
         &self,
         py: Python<'_>,
@@ -346,15 +346,18 @@ impl Model {
         out: &Bound<'_, PyAny>,
         start: Option<u64>,
         stop: Option<u64>,
+        threads: usize,
     ) -> PyResult<()> {
         let t = self.tensor(name)?;
         self.refuse_big_endian(py, name)?;
         let count = t.element_count().unwrap_or(u64::MAX);
         let range = start.unwrap_or(0)..stop.unwrap_or(count);
-        tensor_values(py, self.inner.as_weight_source(), t, range, out).map_err(|e| match e {
-            ValuesError::Stream(e) => stream_error(py, &e, &self.path),
-            ValuesError::Python(e) => e,
-        })
+        tensor_values(py, self.inner.as_weight_source(), t, range, out, threads).map_err(
+            |e| match e {
+                ValuesError::Stream(e) => stream_error(py, &e, &self.path),
+                ValuesError::Python(e) => e,
+            },
+        )
     }
 
     /// `length` bytes at absolute offset `offset` (for a split set, in its virtual address

@@ -20,7 +20,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyMemoryView, PySlice};
 use sipllm_gguf::GgmlType;
 use sipllm_quants::{DequantError, PARALLEL_MIN_BYTES_PER_THREAD};
-use sipllm_streaming::{StreamError, TensorError, TensorInfo, WeightSource};
+use sipllm_streaming::{StreamError, TensorError, TensorInfo, VALUES_CHUNK_BYTES, WeightSource};
 
 use crate::errors::{Diag, gguf_error};
 
@@ -130,6 +130,48 @@ fn put<E: Send>(
     Ok(Ok(()))
 }
 
+/// Whole blocks per piece of `ty`: about [`PIECE_VALUES`] values, or with threads enough
+/// input for each of them to get [`PARALLEL_MIN_BYTES_PER_THREAD`].
+fn piece_blocks(ty: GgmlType, threads: usize) -> usize {
+    let (bn, bb) = sipllm_quants::block_layout(ty).unwrap_or((1, 1));
+    let blocks = (PIECE_VALUES / bn).max(1);
+    if threads == 1 {
+        return blocks;
+    }
+    let need = PARALLEL_MIN_BYTES_PER_THREAD.saturating_mul(thread_count(threads));
+    blocks.max(need.div_ceil(bb))
+}
+
+/// Dequantizes `src` (whole blocks of `ty`) into values `at..` of `out`, a piece at a time;
+/// returns the number of values.
+fn put_blocks(
+    py: Python<'_>,
+    ty: GgmlType,
+    src: &[u8],
+    out: &Bound<'_, PyAny>,
+    at: usize,
+    threads: usize,
+) -> PyResult<Result<usize, DequantError>> {
+    let Some((bn, bb)) = sipllm_quants::block_layout(ty) else {
+        return Ok(Err(DequantError::UnsupportedType { ty }));
+    };
+    let mut done = 0;
+    for piece in src.chunks(piece_blocks(ty, threads) * bb) {
+        let n = piece.len() / bb * bn;
+        let r = put(py, out, at + done, n, |r, dst| {
+            run(ty, &piece[r.start / bn * bb..r.end / bn * bb], dst, threads)
+        })?;
+        if let Err(e) = r {
+            return Ok(Err(e));
+        }
+        done += n;
+    }
+    Ok(Ok(done))
+}
+
+/// Input bytes copied at a time from an input that is not `bytes` (rounded to whole blocks).
+const COPY_BYTES: usize = 4 << 20;
+
 /// Dequantizes `data` (a `bytes` object, or a 1-D object of bytes that slices and has
 /// `tobytes()`: a numpy `uint8` array, a memoryview) as ggml type `code` into `out`, a 1-D
 /// numpy `uint8` view of a C-contiguous `float32` array of exactly the values' size. Up to
@@ -147,28 +189,20 @@ pub(crate) fn dequantize<'py>(
     let len = data.len()?;
     let count = sipllm_quants::element_count(ty, len).map_err(|e| dequant_error(py, &e, ""))?;
     check_out(out, count)?;
-    let (bn, bb) = sipllm_quants::block_layout(ty).unwrap_or((1, 1));
-    // Whole blocks per piece: about PIECE_VALUES values, or with threads enough input for
-    // each of them to get PARALLEL_MIN_BYTES_PER_THREAD.
-    let mut blocks = (PIECE_VALUES / bn).max(1);
-    if threads != 1 {
-        let need = PARALLEL_MIN_BYTES_PER_THREAD.saturating_mul(thread_count(threads));
-        blocks = blocks.max(need.div_ceil(bb));
+    let fail = |e: DequantError| dequant_error(py, &e, "");
+    if let Ok(bytes) = data.cast::<PyBytes>() {
+        // `bytes` is immutable: borrowed as it is.
+        put_blocks(py, ty, bytes.as_bytes(), out, 0, threads)?.map_err(fail)?;
+        return Ok(());
     }
-    let borrowed = data.cast::<PyBytes>().ok().map(|b| b.as_bytes());
+    let (_, bb) = sipllm_quants::block_layout(ty).unwrap_or((1, 1));
+    let step = (COPY_BYTES / bb).max(piece_blocks(ty, threads)) * bb;
     let (mut lo, mut at) = (0usize, 0usize);
     while lo < len {
-        let hi = lo.saturating_add(blocks * bb).min(len);
-        let copied;
-        let src = match borrowed {
-            // `bytes` is immutable: borrowed as it is.
-            Some(all) => &all[lo..hi],
-            None => {
-                let slice = PySlice::new(py, isize::try_from(lo)?, isize::try_from(hi)?, 1);
-                copied = data.get_item(slice)?.call_method0("tobytes")?.cast_into::<PyBytes>()?;
-                copied.as_bytes()
-            }
-        };
+        let hi = lo.saturating_add(step).min(len);
+        let slice = PySlice::new(py, isize::try_from(lo)?, isize::try_from(hi)?, 1);
+        let copied = data.get_item(slice)?.call_method0("tobytes")?.cast_into::<PyBytes>()?;
+        let src = copied.as_bytes();
         if src.len() != hi - lo {
             return Err(PyValueError::new_err(format!(
                 "bytes {lo}..{hi} of the input came out as {} bytes: the input must be a 1-D \
@@ -176,13 +210,8 @@ pub(crate) fn dequantize<'py>(
                 src.len()
             )));
         }
-        let n = (hi - lo) / bb * bn;
-        put(py, out, at, n, |r, dst| {
-            run(ty, &src[r.start / bn * bb..r.end / bn * bb], dst, threads)
-        })?
-        .map_err(|e| dequant_error(py, &e, ""))?;
+        at += put_blocks(py, ty, src, out, at, threads)?.map_err(fail)?;
         lo = hi;
-        at += n;
     }
     Ok(())
 }
@@ -208,14 +237,18 @@ pub(crate) fn supported_types(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
 }
 
 /// Values `range` of `tensor` from `source` into `out` (a 1-D numpy `uint8` view of a
-/// `float32` array of the range's length), a piece at a time through `read_f32_at` (the GIL
-/// released while each is read and computed).
+/// `float32` array of the range's length), the GIL released while they are read and
+/// computed. A whole tensor is read in chunks of whole blocks into one reused buffer and
+/// dequantized a piece at a time on up to `threads` threads (0 = every core); a part of one
+/// goes through the seam's `read_f32_at` (which cuts the blocks at its ends and picks its
+/// threads) a piece at a time.
 pub(crate) fn tensor_values(
     py: Python<'_>,
     source: &(dyn WeightSource + '_),
     tensor: &TensorInfo,
     range: Range<u64>,
     out: &Bound<'_, PyAny>,
+    threads: usize,
 ) -> Result<(), ValuesError> {
     let count = tensor.element_count().unwrap_or(u64::MAX);
     if range.start > range.end || range.end > count {
@@ -234,6 +267,9 @@ pub(crate) fn tensor_values(
         })
     })?;
     check_out(out, n).map_err(ValuesError::Python)?;
+    if range.start == 0 && range.end == count {
+        return whole_tensor(py, source, tensor, out, threads);
+    }
     let mut at = 0;
     while at < n {
         let k = PIECE_VALUES.min(n - at);
@@ -244,6 +280,53 @@ pub(crate) fn tensor_values(
         .map_err(ValuesError::Python)?
         .map_err(ValuesError::Stream)?;
         at += k;
+    }
+    Ok(())
+}
+
+/// All of `tensor`'s values into `out` (sized by the caller): chunks of at most
+/// `VALUES_CHUNK_BYTES` of whole blocks through `read_raw_at` into one buffer, each
+/// dequantized a piece at a time. (`read_f32_at` per piece would allocate and zero its read
+/// buffer on every call, which costs as much as the values.)
+fn whole_tensor(
+    py: Python<'_>,
+    source: &(dyn WeightSource + '_),
+    tensor: &TensorInfo,
+    out: &Bound<'_, PyAny>,
+    threads: usize,
+) -> Result<(), ValuesError> {
+    let ty = tensor.ggml_type;
+    let dequant = |source| {
+        ValuesError::Stream(StreamError::Tensor(TensorError::Dequant {
+            tensor: tensor.name.clone(),
+            source,
+        }))
+    };
+    let (bn, bb) = sipllm_quants::block_layout(ty)
+        .ok_or_else(|| dequant(DequantError::UnsupportedType { ty }))?;
+    let nbytes = tensor.byte_size().map_err(ValuesError::Stream)?;
+    let count = tensor.element_count().unwrap_or(u64::MAX);
+    // The stored size must be the element count's whole blocks (as read_f32_at checks).
+    let len = usize::try_from(nbytes).unwrap_or(usize::MAX);
+    if !count.is_multiple_of(bn as u64)
+        || (count / bn as u64).checked_mul(bb as u64) != Some(nbytes)
+    {
+        return Err(dequant(DequantError::PartialBlock { ty, len, type_size: bb }));
+    }
+    let chunk = (VALUES_CHUNK_BYTES / bb).max(1) * bb;
+    let mut raw = vec![0u8; chunk.min(len)];
+    let (mut done, mut at) = (0usize, 0usize);
+    while done < len {
+        let k = chunk.min(len - done);
+        let bytes = &mut raw[..k];
+        let offset = tensor.abs_offset.checked_add(done as u64).ok_or_else(|| {
+            ValuesError::Stream(StreamError::TooLarge { what: "an offset".into(), bytes: u64::MAX })
+        })?;
+        py.detach(|| source.read_raw_at(offset, bytes)).map_err(ValuesError::Stream)?;
+        at += put_blocks(py, ty, bytes, out, at, threads)
+            .map_err(ValuesError::Python)?
+            .map_err(dequant)?;
+        done += k;
     }
     Ok(())
 }

@@ -247,3 +247,20 @@ def test_model_values_of_every_type(gguf_py, gen, tmp_path):
     assert info.value.code == "stream::values::element_range"
     with pytest.raises(KeyError):
         model.values("no such tensor")
+
+
+def test_model_values_of_a_tensor_over_several_chunks(gguf_py, gen, tmp_path):
+    """9 MiB of Q4_K: more than one 8 MiB read chunk and many pieces, whole and in parts, on
+    one thread and two."""
+    blocks = random_blocks(gen, "Q4_K", 9 << 20)
+    q = gguf_py.GGMLQuantizationType.Q4_K
+    path = write_with_gguf_py(tmp_path / "big.gguf", lambda w: w.add_tensor("big", blocks.reshape(-1, 144 * 16), raw_dtype=q))
+    t = gguf_py.GGUFReader(path).tensors[0]
+    want = reference(gguf_py, t.data, "Q4_K")
+    model = sipllm_gguf.open(path)
+    assert model.tensor("big").shape == want.shape
+    for threads in (None, 1, 2, 0):
+        assert_bits(model.values("big", threads=threads), want)
+    flat = want.reshape(-1)
+    lo, hi = 1000, flat.size - 77  # both ends inside a block, a few pieces in between
+    assert_bits(model.values_at("big", lo, hi), flat[lo:hi])
