@@ -182,7 +182,7 @@ def main() -> None:
         code = codes[name]
         data = random_blocks(gen, name, int(args.mb * 1e6))
         size = next(t.type_size for t in SUPPORTED if t.name == name)
-        dequantize(data[: (1 << 16) // size * size], code)  # warm-up: the code's pages
+        dequantize(data, code)  # warm-up: the code's pages, the kernel's huge-page pool
         w1, c1, out = timed(lambda: dequantize(data, code, threads=1), args.repeat)
         out_bytes = out.nbytes
         del out

@@ -200,7 +200,7 @@ class Model:
         ``gguf.quants.dequantize(reader_tensor.data, reader_tensor.tensor_type)`` gives, read
         in bounded chunks (8 MiB of stored bytes at a time, besides the result) and
         dequantized with the GIL released. ``threads``: as in
-        :func:`sipllm_gguf.quants.dequantize` (default one; 0: every core).
+        :func:`sipllm_gguf.quants.dequantize` (default: the calling thread; 0: every core).
 
         Raises :class:`~sipllm_gguf.UnsupportedTypeError` (a ``NotImplementedError``) for a
         type without values (integer tensors, ``Q8_1``, ``Q8_K``, unknown codes),

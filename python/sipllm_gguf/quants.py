@@ -80,8 +80,9 @@ def dequantize(data: npt.ArrayLike, qtype: Any, *, threads: int | None = None) -
 
     ``data``'s last axis is whole blocks of bytes (any leading axes); the result has the same
     leading axes and ``shape[-1] // type_size * block_size`` values on the last. ``threads``:
-    at most this many threads (``None`` or 0: every core; each thread gets 1 MiB of input or
-    more, so small inputs stay on one). The GIL
+    ``None`` or 1 computes on the calling thread; N > 1 has N - 1 threads compute pieces of
+    about 1 MiB of values while the calling one copies them into place (0: every core), which
+    pays for the types whose kernels, not the copies, set the pace (the IQ types). The GIL
     is released while values are computed. The result is a fresh, writable array (``F32``: a
     view of ``data``, as in gguf-py).
 
@@ -91,7 +92,7 @@ def dequantize(data: npt.ArrayLike, qtype: Any, *, threads: int | None = None) -
     code = operator.index(qtype)
     n_threads = _DEFAULT_THREADS if threads is None else operator.index(threads)
     if n_threads < 0:
-        raise ValueError(f"threads must be 0 or more (0 or None: every core), not {threads}")
+        raise ValueError(f"threads must be 0 (every core) or more, not {threads}")
     # Bytes-likes are their bytes (gguf-py takes numpy arrays only).
     raw = data if type(data) is bytes else None
     if isinstance(data, (bytes, bytearray, memoryview)):

@@ -6,10 +6,9 @@
 //! (the one writable Python buffer safe Rust can fill in place under the limited API of 3.9)
 //! is malloc'd in 4 KiB pages and zeroed first: measured here, filling a fresh 1 GB
 //! `bytearray` runs at 2-3 GB/s, `numpy.empty` and a copy in 1 MiB pieces at 9-15 GB/s.
-//! So values are computed in pieces of about 1 MiB into a `bytes` object (still in cache
-//! when numpy copies it into its place), with the GIL released while each is computed.
-//! `bytemuck` views the piece's bytes as `&mut [f32]` (CPython aligns them to 16 bytes); if a
-//! buffer ever is not aligned, the values go through an aligned scratch buffer instead.
+//! So values are computed in pieces of about 1 MiB into one reused Rust buffer with the GIL
+//! released, copied into a `bytes` object (`bytemuck` gives the safe byte view of the f32),
+//! which numpy copies into its place while it is still in cache.
 //! Inputs that are not `bytes` (numpy arrays, memoryviews) are copied to Rust a piece at a
 //! time (without the buffer protocol, borrowing them would need `unsafe`).
 
@@ -19,13 +18,10 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyMemoryView, PySlice};
 use sipllm_gguf::GgmlType;
-use sipllm_quants::{DequantError, PARALLEL_MIN_BYTES_PER_THREAD};
+use sipllm_quants::DequantError;
 use sipllm_streaming::{StreamError, TensorError, TensorInfo, VALUES_CHUNK_BYTES, WeightSource};
 
 use crate::errors::{Diag, gguf_error};
-
-/// Values per step of the unaligned fallback: a multiple of every block size (1, 32, 64, 256).
-const SCRATCH_VALUES: usize = 1 << 16;
 
 /// The Python exception for a dequantization error; `path` names the part of the input at
 /// fault.
@@ -35,62 +31,6 @@ fn dequant_error(py: Python<'_>, e: &DequantError, path: &str) -> PyErr {
 
 fn thread_count(threads: usize) -> usize {
     if threads == 0 { std::thread::available_parallelism().map_or(1, usize::from) } else { threads }
-}
-
-/// `dequantize` on one thread, `dequantize_parallel` otherwise (0 = every core).
-fn run(ty: GgmlType, src: &[u8], dst: &mut [f32], threads: usize) -> Result<(), DequantError> {
-    if threads == 1 {
-        sipllm_quants::dequantize(ty, src, dst)
-    } else {
-        sipllm_quants::dequantize_parallel(ty, src, dst, threads)
-    }
-}
-
-/// A fresh output buffer, as f32 if it is aligned for them.
-enum Out<'a> {
-    Aligned(&'a mut [f32]),
-    Unaligned(&'a mut [u8], Vec<f32>),
-}
-
-impl<'a> Out<'a> {
-    fn new(buf: &'a mut [u8]) -> Out<'a> {
-        if buf.as_ptr().align_offset(std::mem::align_of::<f32>()) == 0
-            && buf.len().is_multiple_of(4)
-        {
-            // Aligned and whole f32s, so the cast cannot fail.
-            Out::Aligned(bytemuck::cast_slice_mut(buf))
-        } else {
-            Out::Unaligned(buf, Vec::new())
-        }
-    }
-
-    /// Values `at..at + n` (element indices), computed by `fill` into a slice of `n` values:
-    /// in place when aligned, else in steps of at most `step` values through the scratch
-    /// buffer (`fill` is then called once per step, with the step's element range).
-    fn fill<E>(
-        &mut self,
-        at: usize,
-        n: usize,
-        step: usize,
-        mut fill: impl FnMut(Range<usize>, &mut [f32]) -> Result<(), E>,
-    ) -> Result<(), E> {
-        match self {
-            Out::Aligned(values) => fill(0..n, &mut values[at..at + n]),
-            Out::Unaligned(bytes, scratch) => {
-                let mut done = 0;
-                while done < n {
-                    let k = step.min(n - done);
-                    scratch.clear();
-                    scratch.resize(k, 0.0);
-                    fill(done..done + k, scratch)?;
-                    let to = (at + done) * 4;
-                    bytes[to..to + 4 * k].copy_from_slice(bytemuck::cast_slice(scratch));
-                    done += k;
-                }
-                Ok(())
-            }
-        }
-    }
 }
 
 /// Values per piece: 1 MiB of f32, a multiple of every block size (1, 32, 64, 256).
@@ -107,43 +47,49 @@ fn check_out(out: &Bound<'_, PyAny>, values: usize) -> PyResult<()> {
     Ok(())
 }
 
-/// Computes values `at..at + n` with `fill` (the GIL released) into a fresh `bytes`, then
-/// copies them into their place in `out` (numpy's copy).
+/// Copies `values` into their place `at..` in `out`: into a `bytes` first (the one Python
+/// object safe Rust can fill), which numpy copies while it is still in cache.
+fn copy_in(py: Python<'_>, out: &Bound<'_, PyAny>, at: usize, values: &[f32]) -> PyResult<()> {
+    let piece = PyBytes::new(py, bytemuck::cast_slice(values));
+    let (from, to) = (at * 4, (at + values.len()) * 4);
+    let to = PySlice::new(py, isize::try_from(from)?, isize::try_from(to)?, 1);
+    out.set_item(to, PyMemoryView::from(piece.as_any())?)
+}
+
+/// Computes `scratch.len()` values with `fill` (the GIL released), then copies them in.
 fn put<E: Send>(
     py: Python<'_>,
     out: &Bound<'_, PyAny>,
     at: usize,
-    n: usize,
-    fill: impl FnMut(Range<usize>, &mut [f32]) -> Result<(), E> + Send,
+    scratch: &mut [f32],
+    fill: impl FnOnce(&mut [f32]) -> Result<(), E> + Send,
 ) -> PyResult<Result<(), E>> {
-    let mut failure = None;
-    let piece = PyBytes::new_with(py, n * 4, |buf| {
-        let mut piece = Out::new(buf);
-        failure = py.detach(|| piece.fill(0, n, SCRATCH_VALUES, fill)).err();
-        Ok(())
-    })?;
-    if let Some(e) = failure {
+    if let Err(e) = py.detach(|| fill(scratch)) {
         return Ok(Err(e));
     }
-    let to = PySlice::new(py, isize::try_from(at * 4)?, isize::try_from((at + n) * 4)?, 1);
-    out.set_item(to, PyMemoryView::from(piece.as_any())?)?;
+    copy_in(py, out, at, scratch)?;
     Ok(Ok(()))
 }
 
-/// Whole blocks per piece of `ty`: about [`PIECE_VALUES`] values, or with threads enough
-/// input for each of them to get [`PARALLEL_MIN_BYTES_PER_THREAD`].
-fn piece_blocks(ty: GgmlType, threads: usize) -> usize {
-    let (bn, bb) = sipllm_quants::block_layout(ty).unwrap_or((1, 1));
-    let blocks = (PIECE_VALUES / bn).max(1);
-    if threads == 1 {
-        return blocks;
+/// A reusable buffer of up to `n` values (grown once, then reused by every piece).
+fn scratch(buf: &mut Vec<f32>, n: usize) -> &mut [f32] {
+    if buf.len() < n {
+        buf.resize(n, 0.0);
     }
-    let need = PARALLEL_MIN_BYTES_PER_THREAD.saturating_mul(thread_count(threads));
-    blocks.max(need.div_ceil(bb))
+    &mut buf[..n]
 }
 
-/// Dequantizes `src` (whole blocks of `ty`) into values `at..` of `out`, a piece at a time;
-/// returns the number of values.
+/// A computed piece: its index, its values' buffer and whether they could be computed.
+type Done = (usize, Vec<f32>, Result<(), DequantError>);
+
+/// Dequantizes `src` (whole blocks of `ty`) into values `at..` of `out`, a piece of about
+/// [`PIECE_VALUES`] values at a time; returns the number of values.
+///
+/// With more than one thread, `threads - 1` workers compute pieces (round robin, two buffers
+/// each) while this thread, holding the GIL, copies finished ones into place in order: the
+/// copies and the output's page faults, not the kernels, set the pace of a fresh output, and
+/// a pipeline overlaps the two. (`dequantize_parallel` would split one piece, which is below
+/// its 1 MiB-per-thread floor.)
 fn put_blocks(
     py: Python<'_>,
     ty: GgmlType,
@@ -155,18 +101,65 @@ fn put_blocks(
     let Some((bn, bb)) = sipllm_quants::block_layout(ty) else {
         return Ok(Err(DequantError::UnsupportedType { ty }));
     };
-    let mut done = 0;
-    for piece in src.chunks(piece_blocks(ty, threads) * bb) {
-        let n = piece.len() / bb * bn;
-        let r = put(py, out, at + done, n, |r, dst| {
-            run(ty, &piece[r.start / bn * bb..r.end / bn * bb], dst, threads)
-        })?;
-        if let Err(e) = r {
-            return Ok(Err(e));
+    let pieces: Vec<&[u8]> = src.chunks((PIECE_VALUES / bn).max(1) * bb).collect();
+    let workers = thread_count(threads).saturating_sub(1).min(pieces.len());
+    if workers == 0 {
+        let mut done = 0;
+        let mut buf = Vec::new();
+        for piece in &pieces {
+            let n = piece.len() / bb * bn;
+            let dst = scratch(&mut buf, n);
+            if let Err(e) =
+                put(py, out, at + done, dst, |d| sipllm_quants::dequantize(ty, piece, d))?
+            {
+                return Ok(Err(e));
+            }
+            done += n;
         }
-        done += n;
+        return Ok(Ok(done));
     }
-    Ok(Ok(done))
+    std::thread::scope(|scope| {
+        let mut finished = Vec::with_capacity(workers);
+        let mut recycle = Vec::with_capacity(workers);
+        for w in 0..workers {
+            let (done_tx, done_rx) = std::sync::mpsc::sync_channel::<Done>(1);
+            let (back_tx, back_rx) = std::sync::mpsc::channel::<Vec<f32>>();
+            let pieces = &pieces;
+            scope.spawn(move || {
+                let mut spare = vec![Vec::new(), Vec::new()];
+                for i in (w..pieces.len()).step_by(workers) {
+                    let Some(mut buf) = spare.pop().or_else(|| back_rx.recv().ok()) else { return };
+                    let n = pieces[i].len() / bb * bn;
+                    let r = sipllm_quants::dequantize(ty, pieces[i], scratch(&mut buf, n));
+                    buf.truncate(n);
+                    // A closed channel: the caller stopped (an error); so do we.
+                    if done_tx.send((i, buf, r)).is_err() {
+                        return;
+                    }
+                }
+            });
+            finished.push(done_rx);
+            recycle.push(back_tx);
+        }
+        let mut done = 0;
+        for i in 0..pieces.len() {
+            let w = i % workers;
+            // `&mut`: a Receiver may move between threads, not be shared.
+            let rx = &mut finished[w];
+            let Ok((j, buf, r)) = py.detach(move || rx.recv()) else {
+                return Err(PyValueError::new_err("a dequantization thread stopped"));
+            };
+            debug_assert_eq!(i, j);
+            if let Err(e) = r {
+                return Ok(Err(e));
+            }
+            copy_in(py, out, at + done, &buf)?;
+            done += buf.len();
+            // A worker that has finished has dropped its end: nothing to recycle then.
+            let _ = recycle[w].send(buf);
+        }
+        Ok(Ok(done))
+    })
 }
 
 /// Input bytes copied at a time from an input that is not `bytes` (rounded to whole blocks).
@@ -174,8 +167,8 @@ const COPY_BYTES: usize = 4 << 20;
 
 /// Dequantizes `data` (a `bytes` object, or a 1-D object of bytes that slices and has
 /// `tobytes()`: a numpy `uint8` array, a memoryview) as ggml type `code` into `out`, a 1-D
-/// numpy `uint8` view of a C-contiguous `float32` array of exactly the values' size. Up to
-/// `threads` threads share each piece (0 = every core); 1 keeps to the calling one.
+/// numpy `uint8` view of a C-contiguous `float32` array of exactly the values' size, on
+/// `threads` threads (0 = every core; 1, the calling one alone).
 #[pyfunction]
 #[pyo3(signature = (data, code, out, threads = 1))]
 pub(crate) fn dequantize<'py>(
@@ -196,7 +189,7 @@ pub(crate) fn dequantize<'py>(
         return Ok(());
     }
     let (_, bb) = sipllm_quants::block_layout(ty).unwrap_or((1, 1));
-    let step = (COPY_BYTES / bb).max(piece_blocks(ty, threads)) * bb;
+    let step = (COPY_BYTES / bb).max(1) * bb;
     let (mut lo, mut at) = (0usize, 0usize);
     while lo < len {
         let hi = lo.saturating_add(step).min(len);
@@ -271,14 +264,14 @@ pub(crate) fn tensor_values(
         return whole_tensor(py, source, tensor, out, threads);
     }
     let mut at = 0;
+    let mut buf = Vec::new();
     while at < n {
         let k = PIECE_VALUES.min(n - at);
         let from = range.start + at as u64;
-        put(py, out, at, k, |r, dst| {
-            source.read_f32_at(tensor, from + r.start as u64..from + r.end as u64, dst)
-        })
-        .map_err(ValuesError::Python)?
-        .map_err(ValuesError::Stream)?;
+        let dst = scratch(&mut buf, k);
+        put(py, out, at, dst, |dst| source.read_f32_at(tensor, from..from + k as u64, dst))
+            .map_err(ValuesError::Python)?
+            .map_err(ValuesError::Stream)?;
         at += k;
     }
     Ok(())
