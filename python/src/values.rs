@@ -1,5 +1,6 @@
 //! Tensor values: `dequantize(data, code, out)` (behind `sipllm_gguf.quants.dequantize`, the
-//! drop-in for gguf-py's) and `Model.values(name)` (through the seam's `read_f32_at`).
+//! drop-in for gguf-py's) and `Model.values(name)` (through the seam: `read_raw_at` for a
+//! whole tensor, `read_f32_at` for a part of one).
 //!
 //! The output is a numpy array the caller made with `numpy.empty`: numpy asks the kernel for
 //! transparent huge pages for big arrays and does not zero them, where a fresh `bytearray`
@@ -9,7 +10,7 @@
 //! So values are computed in pieces of about 1 MiB into one reused Rust buffer with the GIL
 //! released, copied into a `bytes` object (`bytemuck` gives the safe byte view of the f32),
 //! which numpy copies into its place while it is still in cache.
-//! Inputs that are not `bytes` (numpy arrays, memoryviews) are copied to Rust a piece at a
+//! Inputs that are not `bytes` (numpy arrays, memoryviews) are copied to Rust 4 MiB at a
 //! time (without the buffer protocol, borrowing them would need `unsafe`).
 
 use std::ops::Range;
