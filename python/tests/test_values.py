@@ -160,6 +160,18 @@ def test_unsupported_types_raise_typed(gguf_py, name):
     assert name in str(e) and e.help
 
 
+def test_qtype_forms(gguf_py, gen):
+    """qtype as gguf-py's enum, the package's own fallback enum, or a plain int; not a float."""
+    from sipllm_gguf._enums import GGMLQuantizationType as Own
+
+    flat = random_blocks(gen, "Q5_K", 16 << 10).reshape(-1)
+    want = reference(gguf_py, flat, "Q5_K")
+    for q in (gguf_py.GGMLQuantizationType.Q5_K, Own.Q5_K, 13, np.int32(13)):
+        assert_bits(sipllm_gguf.quants.dequantize(flat, q), want)
+    with pytest.raises(TypeError):
+        dequantize(flat, 13.0)
+
+
 def test_unknown_codes_raise_typed():
     for code in (4, 5, 31, 99, 2**32 - 1):
         with pytest.raises(sipllm_gguf.UnsupportedTypeError) as info:
