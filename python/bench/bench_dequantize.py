@@ -11,9 +11,10 @@ scripts/quants_expect.py, which the exactness tests share). Ours runs on all of 
 thread and with --threads threads; gguf-py on as much of the same bytes as it dequantizes in
 about --gguf-py-seconds (all of it for its fast types, a prefix for the slow ones: "gguf-py in
 MB"), so its GB/s is measured on that prefix, and the prefix's values are checked bit for bit
-against ours ("bits"). Both allocate a fresh output per call, as a program calling them does.
-Each figure is the median of --repeat calls after one warm-up call (gguf-py: --gguf-py-repeat
-calls after a warm-up on 1 MB); "cpu" figures are the calling thread's CPU time
+against ours ("bits"). Both allocate a fresh output per call, as a program calling them does;
+"ours out=" writes into one array reused for every call (``dequantize(..., out=a)``; for F32
+a copy) instead. Each figure is the median of --repeat calls after one warm-up call (gguf-py:
+--gguf-py-repeat calls after a warm-up on 1 MB); "cpu" figures are the calling thread's CPU time
 (``time.thread_time``: leaves out waits for a core on a loaded machine, includes the kernel's
 page faults), "wall" the wall clock. Not part of the test suite.
 
@@ -175,7 +176,7 @@ def main() -> None:
     print(f"# {cpu_model()}, {os.cpu_count()} CPUs; load average at start {load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}")
     print(f"# input: {args.mb:g} MB per type (gguf-py: a prefix of ~{args.gguf_py_seconds:g} s); GB/s of f32 output, median of {args.repeat} (gguf-py {args.gguf_py_repeat})")
     print(f"# command: python {' '.join(sys.argv)}")
-    cols = ["type", "out MB", "ours cpu", "ours wall", f"ours {args.threads}t wall", "gguf-py in MB", "gguf-py cpu", "gguf-py wall", "ours/gguf-py cpu", "ours/gguf-py wall", "bits"]
+    cols = ["type", "out MB", "ours cpu", "ours wall", f"ours {args.threads}t wall", "ours out= cpu", "gguf-py in MB", "gguf-py cpu", "gguf-py wall", "ours/gguf-py cpu", "ours/gguf-py wall", "bits"]
     print("| " + " | ".join(cols) + " |")
     print("|" + "|".join(["---"] + ["---:"] * (len(cols) - 2) + ["---"]) + "|")
     for name in names:
@@ -187,9 +188,11 @@ def main() -> None:
         out_bytes = out.nbytes
         del out
         wt, _, out = timed(lambda: dequantize(data, code, threads=args.threads), args.repeat)
+        # One output reused for every call (out=): no fresh pages.
+        _, cr, _ = timed(lambda: dequantize(data, code, threads=1, out=out), args.repeat)
         del out
         gb = out_bytes / 1e9
-        row = [name, f"{out_bytes / 1e6:.0f}", f"{gb / c1:.2f}", f"{gb / w1:.2f}", f"{gb / wt:.2f}"]
+        row = [name, f"{out_bytes / 1e6:.0f}", f"{gb / c1:.2f}", f"{gb / w1:.2f}", f"{gb / wt:.2f}", f"{gb / cr:.2f}"]
         if name == "F32":
             # Both return data.view(float32): no values are computed, no figure to compare.
             row[2:5] = ["view"] * 3

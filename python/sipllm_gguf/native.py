@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from . import _native
 from ._enums import enums, tensor_type
+from .quants import _check_out
 
 __all__ = ["Finding", "Metadata", "Model", "StrSeq", "Tensor", "open", "validate"]
 
@@ -194,13 +195,17 @@ class Model:
         copy beyond the read)."""
         return np.frombuffer(self._native.read(name), dtype=np.uint8)
 
-    def values(self, name: str, *, threads: int | None = None) -> npt.NDArray[np.float32]:
+    def values(
+        self, name: str, *, threads: int | None = None, out: npt.NDArray[np.float32] | None = None
+    ) -> npt.NDArray[np.float32]:
         """The values of tensor ``name`` as a fresh, writable ``float32`` array in its
         row-major :attr:`Tensor.shape`: bit for bit what gguf-py's
         ``gguf.quants.dequantize(reader_tensor.data, reader_tensor.tensor_type)`` gives, read
         in bounded chunks (8 MiB of stored bytes at a time, besides the result) and
         dequantized with the GIL released. ``threads``: as in
-        :func:`sipllm_gguf.quants.dequantize` (default: the calling thread; 0: every core).
+        :func:`sipllm_gguf.quants.dequantize` (default: the calling thread; 0: every core);
+        ``out``: a C-contiguous ``float32`` array of the tensor's shape to write into instead
+        of a fresh one (a buffer reused across tensors), which is returned.
 
         Raises :class:`~sipllm_gguf.UnsupportedTypeError` (a ``NotImplementedError``) for a
         type without values (integer tensors, ``Q8_1``, ``Q8_K``, unknown codes),
@@ -209,7 +214,8 @@ class Model:
         n_threads = 1 if threads is None else operator.index(threads)
         if n_threads < 0:
             raise ValueError(f"threads must be 0 or more (0: every core), not {threads}")
-        out = np.empty(self.tensor(name).shape, dtype=np.float32)
+        shape = self.tensor(name).shape
+        out = np.empty(shape, dtype=np.float32) if out is None else _check_out(out, shape)
         self._native.values(name, out.reshape(-1).view(np.uint8), threads=n_threads)
         return out
 

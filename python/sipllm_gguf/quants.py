@@ -73,7 +73,27 @@ def block_layout(qtype: Any) -> tuple[int, int] | None:
     return None if t is None else (t.block_size, t.type_size)
 
 
-def dequantize(data: npt.ArrayLike, qtype: Any, *, threads: int | None = None) -> npt.NDArray[np.float32]:
+def _check_out(out: Any, shape: tuple[int, ...]) -> npt.NDArray[np.float32]:
+    """``out`` if it can take values of ``shape``: a writable, C-contiguous, native ``float32``
+    numpy array of exactly that shape."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy array, not {type(out).__name__}")
+    if out.dtype != np.dtype(np.float32) or not out.dtype.isnative:
+        raise TypeError(f"out must be a native float32 array, not {out.dtype}")
+    if out.shape != shape:
+        raise ValueError(f"out has shape {out.shape}, but the values have shape {shape}")
+    if not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError("out must be C-contiguous and writable")
+    return out
+
+
+def dequantize(
+    data: npt.ArrayLike,
+    qtype: Any,
+    *,
+    threads: int | None = None,
+    out: npt.NDArray[np.float32] | None = None,
+) -> npt.NDArray[np.float32]:
     """The ``float32`` values of ``data``, the stored bytes of ggml type ``qtype`` (an int or a
     ``GGMLQuantizationType``), as gguf-py's ``gguf.quants.dequantize(data, qtype)`` computes
     them, bit for bit.
@@ -84,7 +104,10 @@ def dequantize(data: npt.ArrayLike, qtype: Any, *, threads: int | None = None) -
     about 1 MiB of values while the calling one copies them into place (0: every core), which
     pays for the types whose kernels, not the copies, set the pace (the IQ types). The GIL
     is released while values are computed. The result is a fresh, writable array (``F32``: a
-    view of ``data``, as in gguf-py).
+    view of ``data``, as in gguf-py), or ``out`` when it is given: a C-contiguous ``float32``
+    array of the result's shape to write into, e.g. one buffer reused for tensor after tensor
+    (fresh memory costs the kernel's page faults; measured here a reused ``out`` is about 1.4x
+    faster).
 
     Raises :class:`~sipllm_gguf.UnsupportedTypeError` (a ``NotImplementedError``) for a type
     without values, :class:`~sipllm_gguf.GGUFError` (a ``ValueError``) when the last axis is not
@@ -105,11 +128,15 @@ def dequantize(data: npt.ArrayLike, qtype: Any, *, threads: int | None = None) -
         if arr.dtype.itemsize != 1:
             arr = arr.view(np.uint8)
     row = _native.row_values(code, arr.shape[-1])
+    shape = (*arr.shape[:-1], row)
     if code == _F32:
-        return arr.view(np.float32)
+        if out is None:
+            return arr.view(np.float32)
+        np.copyto(_check_out(out, shape), arr.view(np.float32))
+        return out
     # ``bytes`` is immutable, so Rust borrows it whole; anything else is copied in pieces.
     src = raw if raw is not None else arr.view(np.uint8).reshape(-1)
     # numpy's own fresh memory (huge pages, not zeroed first): see python/src/values.rs.
-    out = np.empty((*arr.shape[:-1], row), dtype=np.float32)
+    out = np.empty(shape, dtype=np.float32) if out is None else _check_out(out, shape)
     _native.dequantize(src, code, out.reshape(-1).view(np.uint8), n_threads)
     return out

@@ -276,3 +276,33 @@ def test_model_values_of_a_tensor_over_several_chunks(gguf_py, gen, tmp_path):
     flat = want.reshape(-1)
     lo, hi = 1000, flat.size - 77  # both ends inside a block, a few pieces in between
     assert_bits(model.values_at("big", lo, hi), flat[lo:hi])
+
+
+def test_out_is_written_and_checked(gguf_py, gen, tmp_path):
+    """``out=``: the values land in the given array (returned), for dequantize and
+    Model.values; a wrong shape, dtype or layout is refused before anything is written."""
+    blocks = random_blocks(gen, "Q6_K", 64 << 10)
+    rows = blocks.reshape(8, -1)
+    want = reference(gguf_py, rows, "Q6_K")
+    out = np.full(want.shape, np.nan, dtype=np.float32)
+    assert dequantize(rows, 14, out=out) is out
+    assert_bits(out, want)
+    f32 = np.arange(12, dtype=np.float32).reshape(3, 4)
+    out32 = np.zeros((3, 4), dtype=np.float32)
+    assert dequantize(f32, 0, out=out32) is out32 and not np.shares_memory(out32, f32)
+    assert_bits(out32, f32)
+    for bad, err in (
+        (np.zeros(want.shape, dtype=np.float64), TypeError),
+        (np.zeros(want.shape[::-1], dtype=np.float32), ValueError),
+        (np.zeros((want.shape[0], want.shape[1] * 2), dtype=np.float32)[:, ::2], ValueError),
+        (list(range(4)), TypeError),
+    ):
+        with pytest.raises(err):
+            dequantize(rows, 14, out=bad)
+    path = write_with_gguf_py(tmp_path / "out.gguf", lambda w: w.add_tensor("t", rows, raw_dtype=gguf_py.GGMLQuantizationType.Q6_K))
+    model = sipllm_gguf.open(path)
+    out[:] = 0
+    assert model.values("t", out=out) is out
+    assert_bits(out, want)
+    with pytest.raises(ValueError):
+        model.values("t", out=np.zeros(want.size, dtype=np.float32))
