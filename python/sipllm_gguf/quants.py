@@ -10,8 +10,9 @@ array([0. , 0.5, 1. , 1.5], dtype=float32)
 is whole blocks, any leading shape, e.g. a ``GGUFReader`` tensor's ``data``; F32 and F16 also as
 ``float32``/``float16`` arrays) and returns what it returns: ``float32`` values, the last axis
 ``bytes // type_size * block_size``, bit for bit the same values (NaN payloads included) for all
-26 types gguf-py dequantizes. It runs sipllm-quants (AVX2 where the CPU has it, on every core
-for big inputs) with the GIL released, 20x to several hundred times faster than gguf-py's numpy.
+26 types gguf-py dequantizes. It runs sipllm-quants (AVX2 where the CPU has it) with the GIL
+released: 3x (F16, BF16, Q8_0, single numpy conversions in gguf-py) to 34x (the IQ grids) as
+fast as gguf-py's numpy on one thread (figures in docs/python.md).
 
 Differences from gguf-py, all where gguf-py fails or is slow:
 
@@ -23,7 +24,8 @@ Differences from gguf-py, all where gguf-py fails or is slow:
 * ``bytes``, ``bytearray`` and ``memoryview`` inputs are taken as 1-D bytes; inputs of a wider
   dtype are read as their bytes (gguf-py takes only ``uint8`` for the block
   types and computes a wrong shape otherwise); non-contiguous inputs are copied first;
-* gguf-py's ``LazyNumpyTensor`` is not special-cased (``numpy.asarray`` materialises it).
+* gguf-py's ``LazyNumpyTensor`` is not special-cased (``numpy.asarray`` materialises it);
+* two keywords gguf-py does not have: ``threads`` and ``out`` (an array to write into).
 
 As in gguf-py, ``F32`` returns ``data.view(numpy.float32)``: a view of the input, not a copy.
 """

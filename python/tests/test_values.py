@@ -306,3 +306,10 @@ def test_out_is_written_and_checked(gguf_py, gen, tmp_path):
     assert_bits(out, want)
     with pytest.raises(ValueError):
         model.values("t", out=np.zeros(want.size, dtype=np.float32))
+
+
+def test_module_example_runs():
+    import doctest
+
+    result = doctest.testmod(sipllm_gguf.quants)
+    assert result.attempted >= 3 and result.failed == 0
