@@ -164,6 +164,9 @@ fn put_blocks(
 }
 
 /// Input bytes copied at a time from an input that is not `bytes` (rounded to whole blocks).
+/// Measured, not arbitrary: each copy and each piece is a fresh Python object, i.e. a malloc
+/// and a free, and with 512 KiB copies beside the 1 MiB pieces glibc trimmed and regrew its
+/// heap every step (F16 fell from 11 to 1.2 GB/s); 4 MiB copies keep both in its heap.
 const COPY_BYTES: usize = 4 << 20;
 
 /// Dequantizes `data` (a `bytes` object, or a 1-D object of bytes that slices and has
