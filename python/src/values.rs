@@ -25,9 +25,26 @@ use sipllm_streaming::{StreamError, TensorError, TensorInfo, VALUES_CHUNK_BYTES,
 use crate::errors::{Diag, gguf_error};
 
 /// The Python exception for a dequantization error; `path` names the part of the input at
-/// fault.
+/// fault. The help is said in this package's terms (the crate's names Rust functions).
 fn dequant_error(py: Python<'_>, e: &DequantError, path: &str) -> PyErr {
-    gguf_error(py, &Diag::from_dequant(e, path), None)
+    let mut diag = Diag::from_dequant(e, path);
+    match e {
+        DequantError::UnsupportedType { .. } => {
+            diag.help = "the type has no values here (nor in gguf-py); \
+                         sipllm_gguf.quants.SUPPORTED lists those that do; read the stored \
+                         bytes instead (Model.read, GGUFReader tensors' data)"
+                .to_owned();
+        }
+        DequantError::PartialBlock { type_size, .. } => {
+            diag.help = format!(
+                "pass whole blocks: the last axis must be a multiple of the type's \
+                 {type_size}-byte blocks (sipllm_gguf.quants.block_layout(qtype) is \
+                 (block_size, type_size))"
+            );
+        }
+        _ => {}
+    }
+    gguf_error(py, &diag, None)
 }
 
 fn thread_count(threads: usize) -> usize {

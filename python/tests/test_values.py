@@ -157,7 +157,7 @@ def test_unsupported_types_raise_typed(gguf_py, name):
     e = info.value
     assert isinstance(e, NotImplementedError) and isinstance(e, sipllm_gguf.GGUFError)
     assert e.code == "quants::unsupported_type"
-    assert name in str(e) and e.help
+    assert name in str(e) and "SUPPORTED" in e.help
 
 
 def test_qtype_forms(gguf_py, gen):
@@ -195,6 +195,7 @@ def test_partial_blocks_raise_typed(gguf_py, name, shape):
     assert isinstance(e, ValueError) and not isinstance(e, NotImplementedError)
     assert e.code == "quants::partial_block" and e.path == "data.shape[-1]"
     assert f"{shape[-1]} bytes of {name}" in str(e)
+    assert f"{block_layout(gguf_py.GGMLQuantizationType[name])[1]}-byte blocks" in e.help
 
 
 @pytest.mark.parametrize("path", corpus_params("generated"))
