@@ -7,7 +7,10 @@ Two APIs over one Rust parser (sipllm-gguf):
   takes about 20 s on a Llama-3 vocabulary), and an invalid file raises :class:`GGUFError`.
 * :func:`open` and :func:`validate`, the native API: typed lazy metadata, ``tokens`` as a lazy
   sequence of ``str``, tensors with row-major shapes, reads of exactly the bytes asked for, and
-  findings with a code, byte offset, logical path and help.
+  findings with a code, byte offset, logical path and help; :meth:`Model.values`, a tensor's
+  ``float32`` values in its row-major shape.
+* :func:`quants.dequantize`, a drop-in for gguf-py's ``gguf.quants.dequantize``: the same
+  values bit for bit, for all 26 types it dequantizes, 3x to 34x as fast.
 
 >>> import sipllm_gguf
 >>> reader = sipllm_gguf.GGUFReader("model.gguf")                 # doctest: +SKIP
@@ -19,7 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._native import GGUFError, __version__
+from . import quants
+from ._native import GGUFError, UnsupportedTypeError, __version__
 from .native import Finding, Metadata, Model, StrSeq, Tensor, open, validate
 from .reader import GGUFReader, ReaderField, ReaderTensor
 
@@ -36,8 +40,10 @@ __all__ = [
     "ReaderTensor",
     "StrSeq",
     "Tensor",
+    "UnsupportedTypeError",
     "__version__",
     "open",
+    "quants",
     "validate",
 ]
 

@@ -29,6 +29,10 @@ class GGUFError(ValueError):
     detail: str
     """The message without the location."""
 
+class UnsupportedTypeError(GGUFError, NotImplementedError):
+    """A tensor type without values (code ``quants::unsupported_type``): a ``GGUFError`` and
+    the ``NotImplementedError`` gguf-py's ``dequantize`` raises."""
+
 class Header:
     """A parsed GGUF header: offsets, types and spans for ``GGUFReader``."""
 
@@ -100,6 +104,18 @@ class Model:
     def tensors(self) -> list[tuple[str, int, str, tuple[int, ...], int | None, int]]: ...
     def read(self, name: str) -> bytes: ...
     def read_at(self, offset: int, length: int) -> bytes: ...
+    def values(
+        self, name: str, out: object, start: int | None = None, stop: int | None = None, threads: int = 1
+    ) -> None:
+        """f32 values of elements ``start..stop`` (default: all) into ``out``, a 1-D uint8 view
+        of a float32 array of their size."""
 
 def open(path: str, profile: str = "strict") -> Model: ...
+def dequantize(data: bytes | object, code: int, out: object, threads: int = 1) -> None:
+    """f32 values of ``data`` (``bytes``, or a 1-D uint8 array/memoryview) into ``out``, a 1-D
+    uint8 view of a float32 array of their size; ``threads``: 0 = every core."""
+def row_values(code: int, row_bytes: int) -> int:
+    """Values in ``row_bytes`` bytes of type ``code``; raises the typed error otherwise."""
+def supported_types() -> list[tuple[int, str, int, int]]:
+    """(code, name, block size, type size) of every type with values."""
 def validate(path: str, profile: str = "strict") -> list[FindingRow]: ...

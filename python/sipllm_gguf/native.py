@@ -10,11 +10,13 @@ b'\\x00\\x00\\x80?'
 
 Opening reads the header only. Metadata values are decoded when they are looked up: integers,
 floats, bools and strings as Python objects, numeric arrays as numpy arrays of the stored type,
-string arrays as a lazy :class:`StrSeq`. Tensor data is read only by :meth:`Model.read`.
+string arrays as a lazy :class:`StrSeq`. Tensor data is read only by :meth:`Model.read`
+(stored bytes) and :meth:`Model.values` (``float32`` values in the row-major shape).
 """
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Iterator, NamedTuple
@@ -24,6 +26,7 @@ import numpy.typing as npt
 
 from . import _native
 from ._enums import enums, tensor_type
+from .quants import _check_out
 
 __all__ = ["Finding", "Metadata", "Model", "StrSeq", "Tensor", "open", "validate"]
 
@@ -191,6 +194,44 @@ class Model:
         """The stored bytes of tensor ``name`` as a read-only 1-D numpy ``uint8`` array (no
         copy beyond the read)."""
         return np.frombuffer(self._native.read(name), dtype=np.uint8)
+
+    def values(
+        self, name: str, *, threads: int | None = None, out: npt.NDArray[np.float32] | None = None
+    ) -> npt.NDArray[np.float32]:
+        """The values of tensor ``name`` as a fresh, writable ``float32`` array in its
+        row-major :attr:`Tensor.shape`: bit for bit what gguf-py's
+        ``gguf.quants.dequantize(reader_tensor.data, reader_tensor.tensor_type)`` gives, read
+        in bounded chunks (8 MiB of stored bytes at a time, besides the result) and
+        dequantized with the GIL released. ``threads``: as in
+        :func:`sipllm_gguf.quants.dequantize` (default: the calling thread; 0: every core);
+        ``out``: a C-contiguous ``float32`` array of the tensor's shape to write into instead
+        of a fresh one (a buffer reused across tensors), which is returned.
+
+        Raises :class:`~sipllm_gguf.UnsupportedTypeError` (a ``NotImplementedError``) for a
+        type without values (integer tensors, ``Q8_1``, ``Q8_K``, unknown codes),
+        :class:`~sipllm_gguf.GGUFError` with code ``python::values::big_endian`` for a
+        big-endian file, ``KeyError`` for a missing tensor."""
+        n_threads = 1 if threads is None else operator.index(threads)
+        if n_threads < 0:
+            raise ValueError(f"threads must be 0 or more (0: every core), not {threads}")
+        shape = self.tensor(name).shape
+        out = np.empty(shape, dtype=np.float32) if out is None else _check_out(out, shape)
+        self._native.values(name, out.reshape(-1).view(np.uint8), threads=n_threads)
+        return out
+
+    def values_at(self, name: str, start: int, stop: int) -> npt.NDArray[np.float32]:
+        """Values ``start:stop`` (element indices in row-major order, ``stop`` exclusive) of
+        tensor ``name`` as a 1-D ``float32`` array, reading only the blocks they touch (a few
+        rows of a big tensor, say). A range outside the tensor raises
+        :class:`~sipllm_gguf.GGUFError` (``stream::values::element_range``)."""
+        start, stop = operator.index(start), operator.index(stop)
+        if start < 0 or stop < 0:
+            raise ValueError(f"element indices must be 0 or more, not {start}:{stop}")
+        n = self.tensor(name).n_elements
+        # A range outside the tensor gets the read side's typed error before any allocation.
+        out = np.empty(stop - start if start <= stop <= n else 0, dtype=np.float32)
+        self._native.values(name, out.view(np.uint8), start, stop)
+        return out
 
     def read_at(self, offset: int, length: int) -> bytes:
         """``length`` bytes at absolute ``offset`` (a part of a tensor, say; a split set's

@@ -5,10 +5,17 @@
 //! (`gguf::metadata::duplicate_key`), `offset` and `length` (absolute bytes), `path` (the
 //! logical path, `metadata[14] "general.file_type"`), `filename`, `help`. A file that cannot be
 //! read at all raises `OSError` (`FileNotFoundError`, `PermissionError`, …) as `open()` would.
+//!
+//! Values of a type that has none (`quants::unsupported_type`) raise `UnsupportedTypeError`, a
+//! subclass of both `GGUFError` and `NotImplementedError` (what gguf-py's `dequantize` raises
+//! there), so code written for either keeps catching it.
 
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::{PyNotImplementedError, PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
 use sipllm_gguf::{Error, Warning, error::Kind};
+use sipllm_quants::DequantError;
 use sipllm_streaming::StreamError;
 
 pyo3::create_exception!(
@@ -18,6 +25,30 @@ pyo3::create_exception!(
     "A GGUF file is invalid (or cannot be read as asked). A ValueError subclass carrying the \
      diagnostic: code, offset, length, path (logical), filename, help."
 );
+
+/// The code of the errors `UnsupportedTypeError` stands for.
+const UNSUPPORTED_TYPE: &str = "quants::unsupported_type";
+
+static UNSUPPORTED_TYPE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// `UnsupportedTypeError(GGUFError, NotImplementedError)`, made once per interpreter (a class
+/// with two bases, which `create_exception!` cannot make).
+pub(crate) fn unsupported_type_error(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    let ty = UNSUPPORTED_TYPE_ERROR.get_or_try_init(py, || -> PyResult<Py<PyType>> {
+        let bases =
+            PyTuple::new(py, [py.get_type::<GGUFError>(), py.get_type::<PyNotImplementedError>()])?;
+        let ns = PyDict::new(py);
+        ns.set_item("__module__", "sipllm_gguf._native")?;
+        ns.set_item(
+            "__doc__",
+            "A tensor type that has no values here (the integer types, Q8_1, Q8_K, Q1_0, unknown \
+             codes): a GGUFError and a NotImplementedError (what gguf-py's dequantize raises).",
+        )?;
+        let made = py.get_type::<PyType>().call1(("UnsupportedTypeError", bases, ns))?;
+        Ok(made.cast_into::<PyType>()?.unbind())
+    })?;
+    Ok(ty.bind(py))
+}
 
 /// One diagnostic, flattened for Python.
 #[derive(Debug, Clone)]
@@ -78,6 +109,19 @@ impl Diag {
         }
     }
 
+    /// A dequantization error; `path` names the input's part at fault (empty for all of it).
+    pub(crate) fn from_dequant(e: &DequantError, path: &str) -> Diag {
+        Diag {
+            severity: "error",
+            code: e.code(),
+            offset: None,
+            length: 0,
+            path: path.to_owned(),
+            message: e.to_string(),
+            help: e.help().to_owned(),
+        }
+    }
+
     /// As a tuple for Python's `Finding`: (severity, code, offset, length, path, message, help).
     pub(crate) fn into_tuple(
         self,
@@ -98,7 +142,14 @@ pub(crate) fn gguf_error(py: Python<'_>, diag: &Diag, filename: Option<&str>) ->
         Some(f) => format!("{f}: {located}{at} [{}]", diag.code),
         None => format!("{located}{at} [{}]", diag.code),
     };
-    let err = GGUFError::new_err(text);
+    let err = if diag.code == UNSUPPORTED_TYPE {
+        match unsupported_type_error(py) {
+            Ok(ty) => PyErr::from_type(ty.clone(), text),
+            Err(e) => return e,
+        }
+    } else {
+        GGUFError::new_err(text)
+    };
     let value = err.value(py);
     let set = || -> PyResult<()> {
         value.setattr("code", diag.code)?;

@@ -8,6 +8,8 @@
 //!   of its own memory map exactly where gguf-py would, but only when they are asked for.
 //! * [`model`]: the native API (`sipllm_gguf.open`, `validate`): typed metadata, lazy string
 //!   sequences, tensors and reads through the `WeightSource` seam.
+//! * [`values`]: tensor values (sipllm-quants): `dequantize`, the drop-in for gguf-py's
+//!   `gguf.quants.dequantize`, and `Model.values` through the seam's `read_f32_at`.
 //!
 //! No `unsafe` here: the one map of the workspace stays in sipllm-streaming, and the reader's
 //! zero-copy tensor views come from `numpy.memmap` on the Python side.
@@ -16,6 +18,7 @@ mod errors;
 mod header;
 mod model;
 mod strings;
+mod values;
 
 use pyo3::prelude::*;
 
@@ -23,6 +26,7 @@ use pyo3::prelude::*;
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GGUFError", m.py().get_type::<errors::GGUFError>())?;
+    m.add("UnsupportedTypeError", errors::unsupported_type_error(m.py())?)?;
     m.add_class::<header::Header>()?;
     m.add_class::<model::Model>()?;
     m.add_class::<strings::StrSeq>()?;
@@ -31,6 +35,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(strings::decode_strings, m)?)?;
     m.add_function(wrap_pyfunction!(model::open, m)?)?;
     m.add_function(wrap_pyfunction!(model::validate, m)?)?;
+    m.add_function(wrap_pyfunction!(values::dequantize, m)?)?;
+    m.add_function(wrap_pyfunction!(values::row_values, m)?)?;
+    m.add_function(wrap_pyfunction!(values::supported_types, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

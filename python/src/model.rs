@@ -9,8 +9,9 @@ use sipllm_gguf::{Endian, Gguf, MetaValue, ParseOptions, Profile, ValueType, val
 use sipllm_streaming::HeaderBytes;
 use sipllm_streaming::{Meta, OpenOptions, StreamError, WeightSource};
 
-use crate::errors::{Diag, stream_error};
+use crate::errors::{Diag, gguf_error, stream_error};
 use crate::strings::StrSeq;
+use crate::values::{ValuesError, tensor_values};
 
 /// A profile by the name the CLI gives it.
 pub(crate) fn parse_profile(name: &str) -> PyResult<Profile> {
@@ -180,7 +181,34 @@ impl Model {
     fn tensor(&self, name: &str) -> PyResult<&sipllm_streaming::TensorInfo> {
         self.inner.find(name).ok_or_else(|| PyKeyError::new_err(name.to_owned()))
     }
+
+    /// Values are computed for little-endian files only, as `sipllm read --as f32` does:
+    /// gguf-py byte-swaps only whole-element arrays of a big-endian file, so there is no
+    /// reference for its quantized blocks, and a wrong byte order gives plausible garbage.
+    fn refuse_big_endian(&self, py: Python<'_>, tensor: &str) -> PyResult<()> {
+        let Some(g) = self.gguf().filter(|g| g.endian() == Endian::Big) else { return Ok(()) };
+        let diag = Diag {
+            severity: "error",
+            code: BIG_ENDIAN_VALUES,
+            offset: Some(4),
+            length: 4,
+            path: format!("tensor {tensor:?}"),
+            message: format!(
+                "this GGUF file (v{}) is big-endian: tensor values are only computed for \
+                 little-endian files",
+                g.version()
+            ),
+            help: "read the stored bytes instead (Model.read), or convert the file to \
+                   little-endian"
+                .to_owned(),
+        };
+        Err(gguf_error(py, &diag, Some(&self.path)))
+    }
 }
+
+/// The code of the refusal to compute values of a big-endian file (this package's own: the
+/// crates leave byte order to their callers).
+const BIG_ENDIAN_VALUES: &str = "python::values::big_endian";
 
 #[pymethods]
 impl Model {
@@ -304,6 +332,32 @@ impl Model {
         let len = t.byte_len().map_err(|e| stream_error(py, &e, &self.path))?;
         let model = &*self.inner;
         read_bytes(py, len, &self.path, |buf| model.read_raw(t, buf).map(|_| ()))
+    }
+
+    /// The f32 values of elements `start..stop` (row-major, default: all) of tensor `name`
+    /// into `out`, a 1-D numpy `uint8` view of a `float32` array of their size: dequantized
+    /// as gguf-py does, bit for bit, in bounded chunks with the GIL released, on up to
+    /// `threads` threads (0 = every core) for a whole tensor.
+    #[pyo3(signature = (name, out, start = None, stop = None, threads = 1))]
+    fn values(
+        &self,
+        py: Python<'_>,
+        name: &str,
+        out: &Bound<'_, PyAny>,
+        start: Option<u64>,
+        stop: Option<u64>,
+        threads: usize,
+    ) -> PyResult<()> {
+        let t = self.tensor(name)?;
+        self.refuse_big_endian(py, name)?;
+        let count = t.element_count().unwrap_or(u64::MAX);
+        let range = start.unwrap_or(0)..stop.unwrap_or(count);
+        tensor_values(py, self.inner.as_weight_source(), t, range, out, threads).map_err(
+            |e| match e {
+                ValuesError::Stream(e) => stream_error(py, &e, &self.path),
+                ValuesError::Python(e) => e,
+            },
+        )
     }
 
     /// `length` bytes at absolute offset `offset` (for a split set, in its virtual address
