@@ -159,8 +159,7 @@ pub const STREAM_MIN_OUTPUT_BYTES: usize = 32 << 20;
 
 /// Whether an output this big is written with non-temporal stores.
 fn streams(dst: &[f32]) -> bool {
-    std::env::var_os("TMP_NO_STREAM").is_none()
-        && std::mem::size_of_val(dst) >= STREAM_MIN_OUTPUT_BYTES
+    std::mem::size_of_val(dst) >= STREAM_MIN_OUTPUT_BYTES
 }
 
 /// The SIMD kernel if the CPU has one for `ty`, else the portable one, for a checked pair;
