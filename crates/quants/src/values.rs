@@ -204,6 +204,12 @@ mod tests {
         !matches!(v.backing, Backing::Heap(_))
     }
 
+    /// Values cross threads as a `Vec` does (`dequantize_parallel` writes one from several).
+    const _: () = {
+        const fn send_sync<T: Send + Sync>() {}
+        send_sync::<Values>()
+    };
+
     #[test]
     fn small_values_are_a_zeroed_vec() {
         for len in [0, 1, 1000, Values::MAP_MIN_BYTES / 4 - 1] {
