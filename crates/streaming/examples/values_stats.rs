@@ -2,7 +2,8 @@
 //! output) and `read_f32_at` into that same, already written, buffer, each with its time and
 //! the process's peak resident memory beyond the output (Linux `/proc/self/status`).
 //!
-//! `cargo run --release -p sipllm-streaming --example values_stats -- FILE TENSOR [pread|mmap]`
+//! `cargo run --release -p sipllm-streaming --example values_stats -- FILE TENSOR [pread|mmap]
+//! [RUNS]`: `read_f32` RUNS times (default 1), each output dropped before the next.
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -18,7 +19,7 @@ fn peak_kib() -> Option<u64> {
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let (Some(path), Some(name)) = (args.next(), args.next()) else {
-        eprintln!("usage: values_stats FILE TENSOR [pread|mmap]");
+        eprintln!("usage: values_stats FILE TENSOR [pread|mmap] [RUNS]");
         return ExitCode::from(2);
     };
     let backend = match args.next().as_deref() {
@@ -28,6 +29,10 @@ fn main() -> ExitCode {
             eprintln!("unknown backend {other:?}: use pread or mmap");
             return ExitCode::from(2);
         }
+    };
+    let Ok(runs) = args.next().map_or(Ok(1), |r| r.parse::<usize>()) else {
+        eprintln!("RUNS is a count");
+        return ExitCode::from(2);
     };
     let file = match GgufFile::open(&path, &OpenOptions::default().with_backend(backend)) {
         Ok(f) => f,
@@ -64,16 +69,21 @@ fn main() -> ExitCode {
         t.byte_size().unwrap_or(0)
     );
     let before = peak_kib();
-    let start = Instant::now();
-    let mut values = match file.read_f32(&t) {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("error: {e} [{}]\n  help: {}", e.code(), e.help());
-            return ExitCode::from(1);
-        }
-    };
+    let mut values = Default::default();
+    for _ in 0..runs.max(1) {
+        drop(values);
+        let start = Instant::now();
+        values = match file.read_f32(&t) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("error: {e} [{}]\n  help: {}", e.code(), e.help());
+                return ExitCode::from(1);
+            }
+        };
+        let out_bytes = values.len() as u64 * 4;
+        report("read_f32 (new output)", start.elapsed().as_secs_f64(), out_bytes, before);
+    }
     let out_bytes = values.len() as u64 * 4;
-    report("read_f32 (new output)", start.elapsed().as_secs_f64(), out_bytes, before);
     let before = peak_kib().map(|p| p.saturating_sub(out_bytes / 1024));
     let start = Instant::now();
     let n = values.len() as u64;
