@@ -218,6 +218,19 @@ print(times[len(times) // 2])
     Ok((n * 4) as f64 / 1e9 / secs)
 }
 
+const USAGE: &str = "\
+usage: quants-peers [--mb 250] [--runs 5] [--fresh] [--cpu-time] [--hash]
+                    [--gguf-py PYTHON] [--gguf-py-mb 25] [TYPE...]
+  --mb MB          input per type (random blocks, finite f16 scales)
+  --runs N         timed runs per column (the median is shown), after one untimed warm-up
+  --fresh          each library's call that returns new values (ours dequantize_to_values,
+                   candle QTensor::dequantize), instead of its kernel into one reused buffer
+  --cpu-time       time one-thread runs by the thread's CPU time
+  --hash           an FNV-1a hash of the values' bits
+  --gguf-py PY     also gguf-py's dequantize in that Python (pip install gguf==0.19.0 numpy)
+  --gguf-py-mb MB  gguf-py's input for the block types (F16 and BF16: all of --mb)
+  TYPE...          ggml type names (default: every supported type)";
+
 struct Args {
     mb: usize,
     runs: usize,
@@ -244,6 +257,10 @@ fn args() -> Args {
     while let Some(arg) = it.next() {
         let mut value = || it.next().unwrap_or_else(|| panic!("{arg} needs a value"));
         match arg.as_str() {
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
             "--mb" => a.mb = value().parse().expect("--mb MB"),
             "--runs" => a.runs = value().parse().expect("--runs N"),
             "--fresh" => a.mode = Output::Fresh,
