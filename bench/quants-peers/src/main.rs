@@ -8,13 +8,16 @@
 //! `--roofline` prints the machine's write ceilings instead (src/roofline.rs).
 //! `--hash` prints an FNV-1a hash of the values' bits (to compare with other readers).
 //! `--cpu-time` times one-thread runs by the thread's CPU time instead of the wall clock.
-//! `--fresh` times every run on a newly allocated output (page faults included) instead of
-//! one reused, pre-faulted buffer; `--gguf-py` needs `pip install gguf==0.19.0 numpy` in
-//! that Python.
+//! `--fresh` times every run as each library's own call that returns new values (allocation
+//! and page faults included: ours `dequantize_to_values` into a `Values`, candle
+//! `QTensor::dequantize(&Device::Cpu)`, which is `vec![0f32; n]` + `to_float`) instead of
+//! the kernels into one reused, pre-faulted buffer; `--gguf-py` needs
+//! `pip install gguf==0.19.0 numpy` in that Python.
 
 mod roofline;
 
 use candle_core::quantized::k_quants::{self as ck, GgmlType as _};
+use candle_core::quantized::{GgmlDType, QTensor, ggml_file::qtensor_from_ggml};
 use sipllm_quants::GgmlType;
 
 fn mix(mut z: u64) -> u64 {
@@ -74,36 +77,42 @@ enum Output {
     /// One buffer, allocated and written once before timing, reused by every run: the
     /// kernels' own speed (what a streaming reader with a reused chunk buffer sees).
     Reused,
-    /// A fresh `vec![0f32; n]` per run, inside the timing (what `Vec`-returning callers
-    /// see): the kernel's page faults and the kernel zeroing pages are part of the time.
+    /// Each library's call that returns new values, inside the timing (what callers that
+    /// want a new array see): allocation, the kernel's page faults and its zeroing of pages
+    /// are part of the time; freeing them is not.
     Fresh,
 }
 
-/// The median of `runs` timings (after one untimed warm-up run) of `f` on `reused` (already
-/// written once) or on fresh buffers of its length, as `Output` says.
-fn median(
-    runs: usize,
-    reused: &mut [f32],
-    mode: Output,
-    clock: Clock,
-    mut f: impl FnMut(&mut [f32]),
-) -> f64 {
-    let n = reused.len();
+/// The median of `runs` timings (after one untimed warm-up run) of `f` on `reused`, a buffer
+/// already written once.
+fn median(runs: usize, reused: &mut [f32], clock: Clock, mut f: impl FnMut(&mut [f32])) -> f64 {
     f(reused);
+    median_of(runs, clock, || f(reused))
+}
+
+/// The median of `runs` timings (after one untimed warm-up run) of `f`, which returns new
+/// values; dropping them is not timed.
+fn median_fresh<T>(runs: usize, clock: Clock, mut f: impl FnMut() -> T) -> f64 {
+    drop(f());
     let mut times: Vec<f64> = (0..runs)
         .map(|_| {
-            if mode == Output::Fresh {
-                let t = clock.now();
-                let mut dst = vec![0f32; n];
-                f(&mut dst);
-                let e = clock.now() - t;
-                drop(std::hint::black_box(dst));
-                e
-            } else {
-                let t = clock.now();
-                f(reused);
-                clock.now() - t
-            }
+            let t = clock.now();
+            let out = std::hint::black_box(f());
+            let e = clock.now() - t;
+            drop(out);
+            e
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+fn median_of(runs: usize, clock: Clock, mut f: impl FnMut()) -> f64 {
+    let mut times: Vec<f64> = (0..runs)
+        .map(|_| {
+            let t = clock.now();
+            f();
+            clock.now() - t
         })
         .collect();
     times.sort_by(f64::total_cmp);
@@ -138,6 +147,29 @@ fn candle(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Option<()> {
         _ => return None,
     }
     Some(())
+}
+
+/// The same bytes as a candle `QTensor` (a copy, made outside the timing), for the types
+/// [`candle`] has.
+fn candle_qtensor(ty: GgmlType, src: &[u8]) -> Option<QTensor> {
+    let dtype = match ty {
+        GgmlType::Q4_0 => GgmlDType::Q4_0,
+        GgmlType::Q4_1 => GgmlDType::Q4_1,
+        GgmlType::Q5_0 => GgmlDType::Q5_0,
+        GgmlType::Q5_1 => GgmlDType::Q5_1,
+        GgmlType::Q8_0 => GgmlDType::Q8_0,
+        GgmlType::Q2_K => GgmlDType::Q2K,
+        GgmlType::Q3_K => GgmlDType::Q3K,
+        GgmlType::Q4_K => GgmlDType::Q4K,
+        GgmlType::Q5_K => GgmlDType::Q5K,
+        GgmlType::Q6_K => GgmlDType::Q6K,
+        GgmlType::F16 => GgmlDType::F16,
+        GgmlType::BF16 => GgmlDType::BF16,
+        _ => return None,
+    };
+    let n = sipllm_quants::element_count(ty, src.len()).unwrap();
+    assert_eq!(src.as_ptr() as usize % 8, 0, "candle reads the blocks in place");
+    Some(qtensor_from_ggml(dtype, src, vec![n], &candle_core::Device::Cpu).unwrap())
 }
 
 /// gguf-py's `gguf.quants.dequantize` on the same bytes (written to a temporary file), in a
@@ -189,6 +221,19 @@ print(times[len(times) // 2])
     Ok((n * 4) as f64 / 1e9 / secs)
 }
 
+const USAGE: &str = "\
+usage: quants-peers [--mb 250] [--runs 5] [--fresh] [--cpu-time] [--hash]
+                    [--gguf-py PYTHON] [--gguf-py-mb 25] [TYPE...]
+  --mb MB          input per type (random blocks, finite f16 scales)
+  --runs N         timed runs per column (the median is shown), after one untimed warm-up
+  --fresh          each library's call that returns new values (ours dequantize_to_values,
+                   candle QTensor::dequantize), instead of its kernel into one reused buffer
+  --cpu-time       time one-thread runs by the thread's CPU time
+  --hash           an FNV-1a hash of the values' bits
+  --gguf-py PY     also gguf-py's dequantize in that Python (pip install gguf==0.19.0 numpy)
+  --gguf-py-mb MB  gguf-py's input for the block types (F16 and BF16: all of --mb)
+  TYPE...          ggml type names (default: every supported type)";
+
 struct Args {
     mb: usize,
     runs: usize,
@@ -215,6 +260,10 @@ fn args() -> Args {
     while let Some(arg) = it.next() {
         let mut value = || it.next().unwrap_or_else(|| panic!("{arg} needs a value"));
         match arg.as_str() {
+            "--help" | "-h" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
             "--mb" => a.mb = value().parse().expect("--mb MB"),
             "--runs" => a.runs = value().parse().expect("--runs N"),
             "--fresh" => a.mode = Output::Fresh,
@@ -238,7 +287,7 @@ fn args() -> Args {
 fn main() {
     let a = args();
     let mode = if a.mode == Output::Fresh {
-        "a fresh output Vec per run"
+        "each library's call returning new values (ours a Values, candle QTensor::dequantize)"
     } else {
         "one reused, pre-faulted output"
     };
@@ -264,18 +313,40 @@ fn main() {
         let mut reference = vec![0f32; n];
         let mut out = vec![0f32; n];
         sipllm_quants::dequantize_scalar(ty, &src, &mut reference).unwrap();
-        let ours = gb
-            / median(a.runs, &mut out, a.mode, a.clock, |d| {
+        let fresh = a.mode == Output::Fresh;
+        let (ours, scalar, par) = if fresh {
+            let ours = median_fresh(a.runs, a.clock, || {
+                sipllm_quants::dequantize_to_values(ty, &src).unwrap()
+            });
+            let scalar = median_fresh(a.runs, a.clock, || {
+                let mut v = sipllm_quants::Values::zeroed(n).unwrap();
+                sipllm_quants::dequantize_scalar(ty, &src, &mut v).unwrap();
+                v
+            });
+            let par = median_fresh(a.runs, Clock::Wall, || {
+                sipllm_quants::dequantize_parallel_to_values(ty, &src, 2).unwrap()
+            });
+            (ours, scalar, par)
+        } else {
+            let ours = median(a.runs, &mut out, a.clock, |d| {
                 sipllm_quants::dequantize(ty, &src, d).unwrap()
             });
-        let scalar = gb
-            / median(a.runs, &mut out, a.mode, a.clock, |d| {
+            let scalar = median(a.runs, &mut out, a.clock, |d| {
                 sipllm_quants::dequantize_scalar(ty, &src, d).unwrap()
             });
-        let par = gb
-            / median(a.runs, &mut out, a.mode, Clock::Wall, |d| {
+            let par = median(a.runs, &mut out, Clock::Wall, |d| {
                 sipllm_quants::dequantize_parallel(ty, &src, d, 2).unwrap()
             });
+            (ours, scalar, par)
+        };
+        let (ours, scalar, par) = (gb / ours, gb / scalar, gb / par);
+        if fresh {
+            let values = sipllm_quants::dequantize_to_values(ty, &src).unwrap();
+            assert!(
+                values.iter().zip(&reference).all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{ty}: Values not the scalar bits"
+            );
+        }
         let check = &mut out;
         sipllm_quants::dequantize(ty, &src, check).unwrap();
         assert!(
@@ -296,9 +367,16 @@ fn main() {
         } else {
             String::new()
         };
-        let theirs = candle(ty, &src, &mut out).map(|()| {
-            gb / median(a.runs, &mut out, a.mode, a.clock, |d| candle(ty, &src, d).unwrap())
-        });
+        let theirs = if fresh {
+            candle_qtensor(ty, &src).map(|q| {
+                gb / median_fresh(a.runs, a.clock, || {
+                    q.dequantize(&candle_core::Device::Cpu).unwrap()
+                })
+            })
+        } else {
+            candle(ty, &src, &mut out)
+                .map(|()| gb / median(a.runs, &mut out, a.clock, |d| candle(ty, &src, d).unwrap()))
+        };
         let (c, ratio) = match theirs {
             Some(c) => (format!("{c:.2}"), format!("{:.1}x", ours / c)),
             None => ("-".into(), "-".into()),

@@ -2,8 +2,9 @@
 
 use sipllm_gguf::GgmlType;
 
-/// Why a buffer cannot be dequantized. Every variant is the caller's input (a parameter
-/// error): the crate does no I/O. Each has a stable [`code`](DequantError::code) and a
+/// Why a buffer cannot be dequantized. Every variant but [`Alloc`](DequantError::Alloc) (a
+/// limit: the memory for new values) is the caller's input (a parameter error): the crate
+/// does no I/O. Each has a stable [`code`](DequantError::code) and a
 /// [`help`](DequantError::help) text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -42,6 +43,13 @@ pub enum DequantError {
         /// Length of the output slice.
         actual: usize,
     },
+    /// The memory for new values ([`Values::zeroed`](crate::Values::zeroed)) could not be
+    /// had.
+    #[error("could not allocate {bytes} bytes for the values")]
+    Alloc {
+        /// Bytes asked for (4 per value, saturating at `u64::MAX`).
+        bytes: u64,
+    },
 }
 
 impl DequantError {
@@ -51,6 +59,7 @@ impl DequantError {
             DequantError::UnsupportedType { .. } => "quants::unsupported_type",
             DequantError::PartialBlock { .. } => "quants::partial_block",
             DequantError::OutputLength { .. } => "quants::output_length",
+            DequantError::Alloc { .. } => "quants::alloc",
         }
     }
 
@@ -68,6 +77,10 @@ impl DequantError {
             DequantError::OutputLength { .. } => {
                 "size the output to the element count: input bytes / type size * block size \
                  (sipllm_quants::element_count)"
+            }
+            DequantError::Alloc { .. } => {
+                "the values do not fit in memory: dequantize them in parts into a reused \
+                 buffer (sipllm_quants::dequantize, WeightSource::read_f32_at)"
             }
         }
     }

@@ -6,6 +6,8 @@
 //! It picks the fastest kernel the CPU has at run time (AVX2 on x86_64, else the portable
 //! scalar kernels); [`dequantize_scalar`] always runs the portable ones, and the two give the
 //! same bits. [`dequantize_parallel`] splits big inputs over scoped threads.
+//! [`dequantize_to_values`] returns the values in a new [`Values`], memory chosen for fast
+//! first writes (huge pages for big outputs).
 //!
 //! ```
 //! use sipllm_gguf::GgmlType;
@@ -26,9 +28,11 @@ mod scalar;
 mod simd;
 #[allow(clippy::unreadable_literal)]
 mod tables;
+mod values;
 
 pub use error::DequantError;
 pub use sipllm_gguf::GgmlType;
+pub use values::Values;
 
 /// Every type this crate dequantizes, in ggml code order (the types gguf-py 0.19.0
 /// dequantizes).
@@ -106,6 +110,37 @@ pub fn dequantize_scalar(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<()
     check(ty, src, dst)?;
     run_scalar(ty, src, dst);
     Ok(())
+}
+
+/// The values of whole blocks of `ty` in a new [`Values`] (memory chosen for fast first
+/// writes: a fresh output costs page faults, which a `Vec` of 4 KiB pages makes several times
+/// slower than the dequantization itself). The same bits as [`dequantize`].
+///
+/// ```
+/// use sipllm_quants::GgmlType;
+/// // One Q8_0 block: f16 scale 0.5, then 32 signed bytes.
+/// let mut block = vec![0x00, 0x38];
+/// block.extend((0..32).map(|i| i as u8));
+/// let values = sipllm_quants::dequantize_to_values(GgmlType::Q8_0, &block)?;
+/// assert_eq!((values.len(), values[3]), (32, 1.5));
+/// # Ok::<(), sipllm_quants::DequantError>(())
+/// ```
+pub fn dequantize_to_values(ty: GgmlType, src: &[u8]) -> Result<Values, DequantError> {
+    let mut values = Values::zeroed(element_count(ty, src.len())?)?;
+    dequantize(ty, src, &mut values)?;
+    Ok(values)
+}
+
+/// [`dequantize_to_values`] over up to `threads` threads, as [`dequantize_parallel`] splits
+/// them (the new pages fault in parallel too).
+pub fn dequantize_parallel_to_values(
+    ty: GgmlType,
+    src: &[u8],
+    threads: usize,
+) -> Result<Values, DequantError> {
+    let mut values = Values::zeroed(element_count(ty, src.len())?)?;
+    dequantize_parallel(ty, src, &mut values, threads)?;
+    Ok(values)
 }
 
 /// Below this many input bytes per thread, [`dequantize_parallel`] stays on one thread

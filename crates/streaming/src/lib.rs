@@ -142,6 +142,8 @@ pub use owned::OwnedStrs;
 /// The string type of the metadata view (the parser's own: stored bytes, UTF-8 unless parsed
 /// leniently).
 pub use sipllm_gguf::value::MetaStr;
+/// What [`WeightSource::read_f32`] returns: an owned `[f32]` (sipllm-quants').
+pub use sipllm_quants::Values;
 pub use source::values::VALUES_CHUNK_BYTES;
 pub use source::{TensorInfo, WeightSource};
 pub use split::SplitFile;

@@ -99,13 +99,16 @@ pub trait WeightSource: Send + Sync {
     /// The size of the underlying file in bytes.
     fn file_size(&self) -> u64;
 
-    /// The whole of `tensor`'s values as f32 (dequantized as gguf-py does, bit for bit).
+    /// The whole of `tensor`'s values as f32 (dequantized as gguf-py does, bit for bit), in
+    /// a new [`Values`](crate::Values) (a `[f32]` in memory fast to write the first time:
+    /// huge pages for big tensors; [`into_vec`](crate::Values::into_vec) for a `Vec`).
     ///
     /// Reads through [`read_raw_at`](Self::read_raw_at) in chunks of whole blocks of at most
-    /// [`VALUES_CHUNK_BYTES`](crate::VALUES_CHUNK_BYTES), so besides the returned vector it
+    /// [`VALUES_CHUNK_BYTES`](crate::VALUES_CHUNK_BYTES), so besides the returned values it
     /// holds one chunk, whatever the tensor's size. Types without values (integers, unknown
-    /// codes) are [`TensorError::Dequant`].
-    fn read_f32(&self, tensor: &TensorInfo) -> Result<Vec<f32>, StreamError> {
+    /// codes) are [`TensorError::Dequant`]; values that cannot be allocated are
+    /// [`StreamError::TooLarge`].
+    fn read_f32(&self, tensor: &TensorInfo) -> Result<crate::Values, StreamError> {
         values::read_f32(self, tensor)
     }
 

@@ -3,7 +3,7 @@
 
 use std::ops::Range;
 
-use sipllm_quants::DequantError;
+use sipllm_quants::{DequantError, Values};
 
 use super::{TensorInfo, WeightSource};
 use crate::error::{StreamError, TensorError};
@@ -28,22 +28,17 @@ fn layout(tensor: &TensorInfo) -> Result<(u64, u64), StreamError> {
 pub(crate) fn read_f32<S: WeightSource + ?Sized>(
     src: &S,
     tensor: &TensorInfo,
-) -> Result<Vec<f32>, StreamError> {
+) -> Result<Values, StreamError> {
     layout(tensor)?;
     let count = element_count(tensor)?;
-    let len =
-        usize::try_from(count).ok().filter(|n| n.checked_mul(4).is_some()).ok_or_else(|| {
-            StreamError::TooLarge {
-                what: format!("the values of tensor {:?}", tensor.name),
-                bytes: count.saturating_mul(4),
-            }
-        })?;
-    let mut out = Vec::new();
-    out.try_reserve_exact(len).map_err(|_| StreamError::TooLarge {
+    let too_large = || StreamError::TooLarge {
         what: format!("the values of tensor {:?}", tensor.name),
         bytes: count.saturating_mul(4),
-    })?;
-    out.resize(len, 0.0);
+    };
+    let len = usize::try_from(count).map_err(|_| too_large())?;
+    // Zeros nothing touches before the dequantization writes them (a mapping of huge pages
+    // for big tensors): a fresh output costs its page faults once, not twice.
+    let mut out = Values::zeroed(len).map_err(|_| too_large())?;
     read_f32_at(src, tensor, 0..count, &mut out)?;
     Ok(out)
 }
