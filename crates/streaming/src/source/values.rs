@@ -9,9 +9,11 @@ use super::{TensorInfo, WeightSource};
 use crate::error::{StreamError, TensorError};
 
 /// The most raw bytes a values read holds at once (a whole number of blocks at most this
-/// long). 8 MiB keeps a read's working set small while each chunk is still large enough to be
-/// split over two threads by `sipllm_quants::dequantize_parallel`.
-pub const VALUES_CHUNK_BYTES: usize = 8 << 20;
+/// long). 16 MiB keeps a read's working set small while each chunk's values are at least
+/// `sipllm_quants::STREAM_MIN_OUTPUT_BYTES` (32 MiB) for every type but F32, so a whole-tensor
+/// read writes them with non-temporal stores, and a chunk is big enough to split over two
+/// threads.
+pub const VALUES_CHUNK_BYTES: usize = 16 << 20;
 
 fn dequant(tensor: &TensorInfo, source: DequantError) -> StreamError {
     StreamError::Tensor(TensorError::Dequant { tensor: tensor.name.clone(), source })

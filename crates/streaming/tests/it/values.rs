@@ -93,13 +93,13 @@ fn ranges_equal_slices_of_the_whole() {
 
 #[test]
 fn big_tensors_stream_in_bounded_chunks() {
-    // Q4_K, 4096 values per row (2304 bytes), 4000 rows: 9.2 MB, more than one chunk.
-    let (data, bytes) = one_tensor_bytes(GgmlType::Q4_K, 4096, 4000);
+    // Q4_K, 4096 values per row (2304 bytes), 8000 rows: 18.4 MB, more than one chunk.
+    let (data, bytes) = one_tensor_bytes(GgmlType::Q4_K, 4096, 8000);
     assert!(data.len() > VALUES_CHUNK_BYTES);
     let (src, log) = Instrumented::new(MemSource::new(bytes));
     let f = GgufFile::from_source(src, &OpenOptions::default()).unwrap();
     let t = f.find("w").unwrap().clone();
-    let mut expect = vec![0f32; 4096 * 4000];
+    let mut expect = vec![0f32; 4096 * 8000];
     sipllm_quants::dequantize(GgmlType::Q4_K, &data, &mut expect).unwrap();
 
     log.clear();
