@@ -49,6 +49,7 @@ mod x86 {
     use sipllm_gguf::GgmlType;
 
     use crate::scalar::{self, blocks, f16_to_f32, nan_first};
+    use crate::tables::IQ1S_GRID;
 
     /// # Safety
     /// The CPU must support AVX2 and F16C.
@@ -92,8 +93,8 @@ mod x86 {
             GgmlType::IQ2_S => blocks(src, dst, scalar::iq2_s),
             GgmlType::IQ3_XXS => blocks(src, dst, scalar::iq3_xxs),
             GgmlType::IQ3_S => blocks(src, dst, scalar::iq3_s),
-            GgmlType::IQ1_S => blocks(src, dst, scalar::iq1_s),
-            GgmlType::IQ1_M => blocks(src, dst, scalar::iq1_m),
+            GgmlType::IQ1_S => blocks(src, dst, |b, o| iq1_s(b, o)),
+            GgmlType::IQ1_M => blocks(src, dst, |b, o| iq1_m(b, o)),
             GgmlType::IQ4_NL => run(src, dst, stream, |b, o| iq4_nl(b, o)),
             GgmlType::IQ4_XS => run(src, dst, stream, |b, o| iq4_xs(b, o)),
             _ => return false,
@@ -584,6 +585,54 @@ mod x86 {
             let lo = (b[4 + ib / 2] >> (4 * (ib % 2))) & 0xf;
             let hi = ((sh >> (2 * ib)) & 3) as u8;
             nibble_run(q, d * (i32::from(lo | (hi << 4)) - 32) as f32, table, o);
+        }
+    }
+
+    /// 8 values `dl * (grid + delta)` of one IQ1 grid row (eight signed bytes), in the scalar
+    /// kernels' order.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn iq1_row(row: u64, dl: __m256, delta: __m256, o: &mut [f32; 8]) {
+        let g = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_cvtsi64_si128(row as i64)));
+        store8(o, _mm256_mul_ps(dl, _mm256_add_ps(g, delta)));
+    }
+
+    /// IQ1_S: v = d * (2s + 1) * (grid + delta), as scalar::iq1_s.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn iq1_s(b: &[u8; 50], o: &mut [f32; 256]) {
+        let d = f16_to_f32(u16::from_le_bytes([b[0], b[1]]));
+        let (rows, _) = o.as_chunks_mut::<8>();
+        for (ib, rows) in rows.chunks_exact_mut(4).enumerate() {
+            let qh = u16::from_le_bytes([b[34 + 2 * ib], b[35 + 2 * ib]]);
+            let dl = _mm256_set1_ps(d * f32::from(2 * ((qh >> 12) & 7) + 1));
+            let delta = _mm256_set1_ps(if qh & 0x8000 == 0 { 0.125 } else { -0.125 });
+            for (l, o) in rows.iter_mut().enumerate() {
+                let idx = usize::from(b[2 + ib * 4 + l]) | (usize::from((qh >> (3 * l)) & 7) << 8);
+                iq1_row(IQ1S_GRID[idx], dl, delta, o);
+            }
+        }
+    }
+
+    /// IQ1_M: v = d * (2s + 1) * (grid + delta), as scalar::iq1_m.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn iq1_m(b: &[u8; 56], o: &mut [f32; 256]) {
+        let s = [48, 50, 52, 54].map(|i| u16::from_le_bytes([b[i], b[i + 1]]));
+        let d = f16_to_f32(
+            ((s[0] & 0xf000) >> 12)
+                | ((s[1] & 0xf000) >> 8)
+                | ((s[2] & 0xf000) >> 4)
+                | (s[3] & 0xf000),
+        );
+        let (rows, _) = o.as_chunks_mut::<8>();
+        for (g, o) in rows.iter_mut().enumerate() {
+            let sc = (s[g / 8] >> (3 * ((g / 2) % 4))) & 7;
+            let dl = _mm256_set1_ps(d * f32::from(2 * sc + 1));
+            let qh = b[32 + g / 2] >> (4 * (g % 2));
+            let idx = usize::from(b[g]) | (usize::from(qh & 7) << 8);
+            let delta = _mm256_set1_ps(if qh & 8 == 0 { 0.125 } else { -0.125 });
+            iq1_row(IQ1S_GRID[idx], dl, delta, o);
         }
     }
 
