@@ -84,8 +84,8 @@ mod x86 {
             GgmlType::Q4_K => run(src, dst, stream, |b, o| q4_k(b, o)),
             GgmlType::Q5_K => blocks(src, dst, scalar::q5_k),
             GgmlType::Q6_K => run(src, dst, stream, |b, o| q6_k(b, o)),
-            GgmlType::TQ1_0 => blocks(src, dst, scalar::tq1_0),
-            GgmlType::TQ2_0 => blocks(src, dst, scalar::tq2_0),
+            GgmlType::TQ1_0 => run(src, dst, stream, |b, o| tq1_0(b, o)),
+            GgmlType::TQ2_0 => run(src, dst, stream, |b, o| tq2_0(b, o)),
             GgmlType::MXFP4 => run(src, dst, stream, |b, o| mxfp4(b, o)),
             GgmlType::NVFP4 => run(src, dst, stream, |b, o| nvfp4(b, o)),
             GgmlType::IQ2_XXS => blocks(src, dst, scalar::iq2_xxs),
@@ -585,6 +585,71 @@ mod x86 {
             let lo = (b[4 + ib / 2] >> (4 * (ib % 2))) & 0xf;
             let hi = ((sh >> (2 * ib)) & 3) as u8;
             nibble_run(q, d * (i32::from(lo | (hi << 4)) - 32) as f32, table, o);
+        }
+    }
+
+    /// TQ1_0: v = d * (digit - 1), as scalar::tq1_0.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn tq1_0(b: &[u8; 54], o: &mut [f32; 256]) {
+        const POW3: [u8; 5] = [1, 3, 9, 27, 81];
+        let d = f16_to_f32(u16::from_le_bytes([b[52], b[53]]));
+        let dv = _mm256_set1_ps(d);
+        let one = _mm256_set1_ps(1.0);
+        let p16 = pieces(b);
+        let runs = sixteens(o);
+        // Digit p of 16 bytes: the top base-3 digit of (byte * 3^p mod 256) as a fraction,
+        // ((v * 3) >> 8), in 16-bit lanes; then d * (digit - 1.0) in f32.
+        let digits = |q: &[u8; 16], p: usize, out: &mut [f32; 16]| {
+            let v = _mm256_cvtepu8_epi16(load16(q));
+            let v = _mm256_and_si256(
+                _mm256_mullo_epi16(v, _mm256_set1_epi16(i16::from(POW3[p]))),
+                _mm256_set1_epi16(0xff),
+            );
+            let v = _mm256_srli_epi16(_mm256_mullo_epi16(v, _mm256_set1_epi16(3)), 8);
+            let halves = [_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1)];
+            let (out, _) = out.as_chunks_mut::<8>();
+            for (o, h) in out.iter_mut().zip(halves) {
+                let t = _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(h));
+                store8(o, _mm256_mul_ps(dv, _mm256_sub_ps(t, one)));
+            }
+        };
+        for p in 0..5 {
+            // Values 32p + l (bytes 0–31) and 160 + 16p + l (bytes 32–47).
+            digits(&p16[0], p, &mut runs[2 * p]);
+            digits(&p16[1], p, &mut runs[2 * p + 1]);
+            digits(&p16[2], p, &mut runs[10 + p]);
+        }
+        // Values 240 + 4p + l: four digits of bytes 48–51.
+        let (last, _) = runs[15].as_chunks_mut::<4>();
+        for (p, o) in last.iter_mut().enumerate() {
+            for (l, o) in o.iter_mut().enumerate() {
+                let v = b[48 + l].wrapping_mul(POW3[p]);
+                *o = d * (((u16::from(v) * 3) >> 8) as f32 - 1.0);
+            }
+        }
+    }
+
+    /// TQ2_0: v = d * (q - 1), as scalar::tq2_0.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn tq2_0(b: &[u8; 66], o: &mut [f32; 256]) {
+        let d = _mm256_set1_ps(f16_to_f32(u16::from_le_bytes([b[64], b[65]])));
+        let p = pieces(b);
+        let runs = sixteens(o);
+        let one = _mm256_set1_epi32(1);
+        for h in 0..2 {
+            for s in 0..4 {
+                for k in 0..2 {
+                    // Values 128h + 32s + 16k + i: bits 2s.. of byte 32h + 16k + i.
+                    let q = crumbs(load16(&p[2 * h + k]), s);
+                    let (out, _) = runs[8 * h + 2 * s + k].as_chunks_mut::<8>();
+                    for (o, q) in out.iter_mut().zip(widen(q)) {
+                        let q = _mm256_cvtepi32_ps(_mm256_sub_epi32(q, one));
+                        store8(o, _mm256_mul_ps(d, q));
+                    }
+                }
+            }
         }
     }
 
