@@ -224,6 +224,7 @@ print(times[len(times) // 2])
 const USAGE: &str = "\
 usage: quants-peers [--mb 250] [--runs 5] [--fresh] [--cpu-time] [--hash]
                     [--gguf-py PYTHON] [--gguf-py-mb 25] [TYPE...]
+       quants-peers --roofline
   --mb MB          input per type (random blocks, finite f16 scales)
   --runs N         timed runs per column (the median is shown), after one untimed warm-up
   --fresh          each library's call that returns new values (ours dequantize_to_values,
@@ -232,7 +233,9 @@ usage: quants-peers [--mb 250] [--runs 5] [--fresh] [--cpu-time] [--hash]
   --hash           an FNV-1a hash of the values' bits
   --gguf-py PY     also gguf-py's dequantize in that Python (pip install gguf==0.19.0 numpy)
   --gguf-py-mb MB  gguf-py's input for the block types (F16 and BF16: all of --mb)
-  TYPE...          ggml type names (default: every supported type)";
+  TYPE...          ggml type names (default: every supported type)
+  --roofline       only the machine's write ceilings: 1 GB written with no input and no
+                   arithmetic (plain and non-temporal stores, reused and fresh pages)";
 
 struct Args {
     mb: usize,
