@@ -186,6 +186,14 @@ pub(crate) fn q2_k(b: &[u8; 84], o: &mut [f32; 256]) {
     }
 }
 
+/// Q3_K's signed 6-bit scale of group `g` (of 16), packed in the block's 12 scale bytes `sc`.
+#[inline(always)]
+pub(crate) fn q3_k_scale(sc: &[u8], g: usize) -> i32 {
+    let lo = (sc[g % 8] >> (4 * (g / 8))) & 0xf;
+    let hi = (sc[8 + g % 4] >> (2 * (g / 4))) & 3;
+    i32::from(lo | (hi << 4)) - 32
+}
+
 /// Q3_K (110 bytes, 256 values): 32 bytes hmask, 64 bytes of 2-bit low parts, 12 bytes of
 /// packed 6-bit scales, f16 d. v = (d * (sc - 32)) * (ql - 4 * !hbit).
 #[inline(always)]
@@ -195,10 +203,7 @@ pub(crate) fn q3_k(b: &[u8; 110], o: &mut [f32; 256]) {
     for h in 0..2 {
         for sh in 0..4 {
             for half in 0..2 {
-                let g = h * 8 + sh * 2 + half;
-                let lo = (sc[g % 8] >> (4 * (g / 8))) & 0xf;
-                let hi = (sc[8 + g % 4] >> (2 * (g / 4))) & 3;
-                let dl = d * (i32::from(lo | (hi << 4)) - 32) as f32;
+                let dl = d * q3_k_scale(sc, h * 8 + sh * 2 + half) as f32;
                 // Value e = 128h + 32sh + l: its high bit is bit e / 32 = 4h + sh of byte l.
                 for i in 0..16 {
                     let l = half * 16 + i;

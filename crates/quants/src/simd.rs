@@ -409,9 +409,7 @@ mod x86 {
             for sh in 0..4 {
                 for half in 0..2 {
                     let g = h * 8 + sh * 2 + half;
-                    let lo = (sc[g % 8] >> (4 * (g / 8))) & 0xf;
-                    let hi = (sc[8 + g % 4] >> (2 * (g / 4))) & 3;
-                    let dl = _mm256_set1_ps(d * (i32::from(lo | (hi << 4)) - 32) as f32);
+                    let dl = _mm256_set1_ps(d * scalar::q3_k_scale(sc, g) as f32);
                     // Values 128h + 32sh + 16half + i: bits 2sh.. of byte 32 + 32h + 16half + i,
                     // and the high bit 4h + sh of byte 16half + i.
                     let ql = crumbs(load16(&p[2 + 2 * h + half]), sh);
