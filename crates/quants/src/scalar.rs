@@ -162,6 +162,14 @@ pub(crate) fn q8_0(b: &[u8; 34], o: &mut [f32; 32]) {
     }
 }
 
+/// Q2_K's `(d * sc, dmin * m)` of one group of 16 from its scale byte (low nibble scale,
+/// high nibble min); the min is 0 where `d * sc` is NaN ([`nan_first`]).
+#[inline(always)]
+pub(crate) fn q2_k_scale_min(sc: u8, d: f32, dmin: f32) -> (f32, f32) {
+    let dl = d * f32::from(sc & 0xf);
+    (dl, nan_first(dl, dmin * f32::from(sc >> 4)))
+}
+
 /// Q2_K (84 bytes, 256 values): 16 scale bytes (low nibble scale, high nibble min), 64 bytes
 /// of 2-bit values, f16 d, f16 dmin. Value `h*128 + s*32 + l` is bits `2s..2s+2` of byte
 /// `h*32 + l`; v = (d * sc) * q - (dmin * m) for its group of 16.
@@ -173,9 +181,7 @@ pub(crate) fn q2_k(b: &[u8; 84], o: &mut [f32; 256]) {
     for h in 0..2 {
         for s in 0..4 {
             for half in 0..2 {
-                let sc = b[h * 8 + s * 2 + half];
-                let dl = d * f32::from(sc & 0xf);
-                let ml = nan_first(dl, dmin * f32::from(sc >> 4));
+                let (dl, ml) = q2_k_scale_min(b[h * 8 + s * 2 + half], d, dmin);
                 for i in 0..16 {
                     let l = half * 16 + i;
                     let q = (b[16 + h * 32 + l] >> (2 * s)) & 3;

@@ -435,9 +435,7 @@ mod x86 {
         for h in 0..2 {
             for s in 0..4 {
                 for half in 0..2 {
-                    let sc = b[h * 8 + s * 2 + half];
-                    let dl = d * f32::from(sc & 0xf);
-                    let ml = nan_first(dl, dmin * f32::from(sc >> 4));
+                    let (dl, ml) = scalar::q2_k_scale_min(b[h * 8 + s * 2 + half], d, dmin);
                     // Values 128h + 32s + 16half + i: bits 2s.. of byte 16 + 32h + 16half + i.
                     let q = crumbs(load16(&p[1 + h * 2 + half]), s);
                     put16(&mut runs[h * 8 + s * 2 + half], widen(q), dl, ml);
