@@ -5,9 +5,6 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use sipllm_gguf::GgmlType;
-use sipllm_testkit::{GgufBuilder, Value as Kv};
-
 use crate::support::{manifest, metadata, sample_path, sipllm, temp_dir};
 
 #[test]
@@ -67,20 +64,8 @@ fn copy_into(dir: &Path, from: &Path, name: &str) -> PathBuf {
 
 /// A 300-tensor model of assorted types (builder-made, pattern data).
 fn big_model(dir: &Path) -> PathBuf {
-    let mut b = GgufBuilder::new()
-        .kv("general.architecture", Kv::str("llama"))
-        .kv("general.name", Kv::str("three hundred tensors"))
-        .kv("tokenizer.ggml.tokens", Kv::strings((0..500).map(|i| format!("t{i}"))));
-    for i in 0..300u64 {
-        let (ty, dims) = match i % 3 {
-            0 => (GgmlType::F32, vec![5 + i % 11]),
-            1 => (GgmlType::F16, vec![32, 1 + i % 5]),
-            _ => (GgmlType::Q8_0, vec![64, 3]),
-        };
-        b = b.tensor(&format!("blk.{}.w{}", i / 3, i % 3), ty, &dims);
-    }
     let p = dir.join("big.gguf");
-    fs::write(&p, b.build()).unwrap();
+    fs::write(&p, sipllm_testkit::three_hundred_tensors()).unwrap();
     p
 }
 

@@ -24,22 +24,10 @@ pub(crate) fn sample_path() -> PathBuf {
 
 /// The per-tensor manifest of `sipllm verify --hash HASH --manifest -` as (hash, size, name).
 pub(crate) fn manifest(dir: &Path, file: &str, hash: &str) -> Vec<(String, String, String)> {
-    let run = sipllm(dir, &["verify", "--hash", hash, "--manifest", "-", file]);
-    assert_eq!(run.code, Some(0), "{}", run.transcript());
-    run.stdout
-        .lines()
-        .map(|l| {
-            let mut parts = l.splitn(3, "  ");
-            let mut next = || parts.next().unwrap().to_owned();
-            (next(), next(), next())
-        })
-        .collect()
+    sipllm_testkit::command::manifest(env!("CARGO_BIN_EXE_sipllm-it"), dir, file, hash)
 }
 
 /// The metadata of `inspect --json`, one JSON object (key, type, value) per pair.
 pub(crate) fn metadata(dir: &Path, file: &str) -> Vec<serde_json::Value> {
-    let run = sipllm(dir, &["inspect", "--json", "--no-tensors", file]);
-    assert_eq!(run.code, Some(0), "{}", run.transcript());
-    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    doc["metadata"].as_array().unwrap().clone()
+    sipllm_testkit::command::metadata(env!("CARGO_BIN_EXE_sipllm-it"), dir, file)
 }

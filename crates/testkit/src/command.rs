@@ -54,3 +54,27 @@ pub fn run(bin: &str, dir: &Path, args: &[&str]) -> Run {
     assert!(run.code.is_some(), "sipllm {args:?} was killed by a signal");
     run
 }
+
+/// The per-tensor manifest `BIN verify --hash HASH --manifest - FILE` prints, as (hash, size,
+/// name) per tensor; a failing run fails the test.
+pub fn manifest(bin: &str, dir: &Path, file: &str, hash: &str) -> Vec<(String, String, String)> {
+    let run = run(bin, dir, &["verify", "--hash", hash, "--manifest", "-", file]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    run.stdout
+        .lines()
+        .map(|l| {
+            let mut parts = l.splitn(3, "  ");
+            let mut next = || parts.next().unwrap().to_owned();
+            (next(), next(), next())
+        })
+        .collect()
+}
+
+/// The metadata `BIN inspect --json --no-tensors FILE` prints: one JSON object (key, type,
+/// value) per pair; a failing run fails the test.
+pub fn metadata(bin: &str, dir: &Path, file: &str) -> Vec<serde_json::Value> {
+    let run = run(bin, dir, &["inspect", "--json", "--no-tensors", file]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    doc["metadata"].as_array().unwrap().clone()
+}

@@ -423,6 +423,24 @@ impl GgufBuilder {
     }
 }
 
+/// A 300-tensor model of assorted types (F32, F16, Q8_0, pattern data) with a 500-token
+/// vocabulary: big enough that a split by tensor count or size makes several shards.
+pub fn three_hundred_tensors() -> Vec<u8> {
+    let mut b = GgufBuilder::new()
+        .kv("general.architecture", Value::str("llama"))
+        .kv("general.name", Value::str("three hundred tensors"))
+        .kv("tokenizer.ggml.tokens", Value::strings((0..500).map(|i| format!("t{i}"))));
+    for i in 0..300u64 {
+        let (ty, dims) = match i % 3 {
+            0 => (GgmlType::F32, vec![5 + i % 11]),
+            1 => (GgmlType::F16, vec![32, 1 + i % 5]),
+            _ => (GgmlType::Q8_0, vec![64, 3]),
+        };
+        b = b.tensor(&format!("blk.{}.w{}", i / 3, i % 3), ty, &dims);
+    }
+    b.build()
+}
+
 /// Deterministic data for tensor `index`: distinct per tensor, so misrouted reads show.
 pub fn pattern(index: usize, len: u64) -> Vec<u8> {
     let mut x = (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;

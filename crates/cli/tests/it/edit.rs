@@ -41,24 +41,12 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> String {
 
 /// `(hash, size, name)` per tensor, from `sipllm verify --manifest -`.
 pub(crate) fn manifest(dir: &Path, file: &str, hash: &str) -> Vec<(String, String, String)> {
-    let run = sipllm(dir, &["verify", "--hash", hash, "--manifest", "-", file]);
-    assert_eq!(run.code, Some(0), "{}", run.transcript());
-    run.stdout
-        .lines()
-        .map(|l| {
-            let mut parts = l.splitn(3, "  ");
-            let mut next = || parts.next().unwrap().to_owned();
-            (next(), next(), next())
-        })
-        .collect()
+    sipllm_testkit::command::manifest(env!("CARGO_BIN_EXE_sipllm"), dir, file, hash)
 }
 
 /// The metadata of `inspect --json`, as (key, type, value) per pair.
 pub(crate) fn metadata(dir: &Path, file: &str) -> Vec<Json> {
-    let run = sipllm(dir, &["inspect", "--json", "--no-tensors", file]);
-    assert_eq!(run.code, Some(0), "{}", run.transcript());
-    let doc: Json = serde_json::from_str(&run.stdout).unwrap();
-    doc["metadata"].as_array().unwrap().clone()
+    sipllm_testkit::command::metadata(env!("CARGO_BIN_EXE_sipllm"), dir, file)
 }
 
 /// A command line for a transcript, control characters escaped.

@@ -5,8 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use sipllm_gguf::GgmlType;
-use sipllm_testkit::{GgufBuilder, Value as Kv};
+use sipllm_testkit::GgufBuilder;
 
 use crate::support::{sample_path, sipllm, temp_dir};
 
@@ -19,20 +18,8 @@ fn sample_in(dir: &Path, name: &str) -> PathBuf {
 
 /// A 300-tensor model of assorted types (the dry-run test's input).
 fn big_model(dir: &Path) -> PathBuf {
-    let mut b = GgufBuilder::new()
-        .kv("general.architecture", Kv::str("llama"))
-        .kv("general.name", Kv::str("three hundred tensors"))
-        .kv("tokenizer.ggml.tokens", Kv::strings((0..500).map(|i| format!("t{i}"))));
-    for i in 0..300u64 {
-        let (ty, dims) = match i % 3 {
-            0 => (GgmlType::F32, vec![5 + i % 11]),
-            1 => (GgmlType::F16, vec![32, 1 + i % 5]),
-            _ => (GgmlType::Q8_0, vec![64, 3]),
-        };
-        b = b.tensor(&format!("blk.{}.w{}", i / 3, i % 3), ty, &dims);
-    }
     let p = dir.join("big.gguf");
-    fs::write(&p, b.build()).unwrap();
+    fs::write(&p, sipllm_testkit::three_hundred_tensors()).unwrap();
     p
 }
 
