@@ -222,8 +222,14 @@ fn hex_digits(n: u64) -> usize {
     (64 - n.leading_zeros() as usize).div_ceil(4).max(1)
 }
 
-/// `1234567` as `1,234,567`.
-fn group(n: u64) -> String {
+/// `1234567` as `1,234,567`: how the hex view writes byte counts in its labels, exported so
+/// a tool that prints the view beside its own figures writes them the same way.
+///
+/// ```
+/// assert_eq!(sipllm_hexview::group(1234567), "1,234,567");
+/// assert_eq!(sipllm_hexview::group(999), "999");
+/// ```
+pub fn group(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {

@@ -125,18 +125,8 @@ pub fn type_name(ty: sipllm_gguf::GgmlType) -> String {
     }
 }
 
-/// `1234567` as `1,234,567`.
-pub fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+/// `1234567` as `1,234,567` (the hex view's grouping, so both write counts alike).
+pub use sipllm_hexview::group;
 
 /// A byte count for people: `512 B`, `2.0 KiB`, `4.58 GiB`.
 pub fn human_bytes(n: u64) -> String {
