@@ -10,7 +10,7 @@
 //! keys into `general.alignment` (whole, or up to a NUL byte), put NUL bytes into keys and
 //! tensor names, and copy one tensor's name onto another.
 
-use sipllm_gguf::{Endian, Limits, ParseOptions, Profile};
+use sipllm_gguf::{Endian, ParseOptions, Profile};
 use sipllm_testkit::{GgufBuilder, Tensor, Value};
 
 /// One input: a name saying how it was made, and its bytes.
@@ -140,14 +140,7 @@ struct Layout {
 
 /// The fields of `base`, from a lenient parse without limits (none if it does not parse).
 fn fields(base: &[u8]) -> Layout {
-    let unlimited = Limits {
-        max_string_len: u64::MAX,
-        max_array_len: u64::MAX,
-        max_depth: u32::MAX,
-        max_kv_count: u64::MAX,
-        max_tensor_count: u64::MAX,
-        max_header_bytes: u64::MAX,
-    };
+    let unlimited = sipllm_testkit::unlimited_limits();
     let opts = ParseOptions::new(Profile::Lenient).with_limits(unlimited).with_v1(true);
     let Ok(g) = sipllm_gguf::parse_with(base, &opts) else {
         return Layout {

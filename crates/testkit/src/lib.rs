@@ -441,6 +441,19 @@ pub fn three_hundred_tensors() -> Vec<u8> {
     b.build()
 }
 
+/// Parse limits that limit nothing, for tests that must see what the grammar and the rules
+/// do with a hostile header rather than where a limit stops it.
+pub fn unlimited_limits() -> sipllm_gguf::Limits {
+    sipllm_gguf::Limits {
+        max_string_len: u64::MAX,
+        max_array_len: u64::MAX,
+        max_depth: u32::MAX,
+        max_kv_count: u64::MAX,
+        max_tensor_count: u64::MAX,
+        max_header_bytes: u64::MAX,
+    }
+}
+
 /// Deterministic data for tensor `index`: distinct per tensor, so misrouted reads show.
 pub fn pattern(index: usize, len: u64) -> Vec<u8> {
     let mut x = (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0xD1B5_4A32_D192_ED03;

@@ -145,18 +145,6 @@ fn nested(depth: usize) -> Value {
     Value::Raw { type_code: 9, bytes }
 }
 
-/// Limits that limit nothing.
-fn unlimited() -> Limits {
-    Limits {
-        max_string_len: u64::MAX,
-        max_array_len: u64::MAX,
-        max_depth: u32::MAX,
-        max_kv_count: u64::MAX,
-        max_tensor_count: u64::MAX,
-        max_header_bytes: u64::MAX,
-    }
-}
-
 fn kv_path(index: usize, key: &str) -> String {
     format!("metadata[{index}] {key:?}")
 }
@@ -1256,7 +1244,7 @@ fn class_cases() -> Vec<Case> {
     )));
     cases.push(
         case("C2 49-byte file declaring 2^62 array elements, no limits", tiny)
-            .limits(unlimited())
+            .limits(sipllm_testkit::unlimited_limits())
             .all(err(
                 ErrorKind::UnexpectedEof { needed: 1 << 62 },
                 "gguf::input::unexpected_eof",
@@ -1272,19 +1260,27 @@ fn class_cases() -> Vec<Case> {
         "header.tensor_count",
     )));
     // Indexes are u32: that is the limit in force whatever Limits says.
-    cases.push(case("C2 2^63 tensors, no limits", many).limits(unlimited()).all(err(
-        ErrorKind::TooManyTensors { count: 1 << 63, max: u32::MAX.into() },
-        "gguf::limits::too_many_tensors",
-        8,
-        "header.tensor_count",
-    )));
+    cases.push(
+        case("C2 2^63 tensors, no limits", many).limits(sipllm_testkit::unlimited_limits()).all(
+            err(
+                ErrorKind::TooManyTensors { count: 1 << 63, max: u32::MAX.into() },
+                "gguf::limits::too_many_tensors",
+                8,
+                "header.tensor_count",
+            ),
+        ),
+    );
     let many = GgufBuilder::new().kv_count(u64::MAX).build();
-    cases.push(case("C2 2^64-1 pairs, no limits", many).limits(unlimited()).all(err(
-        ErrorKind::TooManyKvs { count: u64::MAX, max: u32::MAX.into() },
-        "gguf::limits::too_many_kvs",
-        16,
-        "header.kv_count",
-    )));
+    cases.push(
+        case("C2 2^64-1 pairs, no limits", many).limits(sipllm_testkit::unlimited_limits()).all(
+            err(
+                ErrorKind::TooManyKvs { count: u64::MAX, max: u32::MAX.into() },
+                "gguf::limits::too_many_kvs",
+                16,
+                "header.kv_count",
+            ),
+        ),
+    );
     let kv = Value::Array(
         8,
         vec![Value::str("ok"), Value::StringWithLen { declared: u64::MAX, bytes: vec![] }],
@@ -1308,14 +1304,16 @@ fn class_cases() -> Vec<Case> {
         HEADER,
         "metadata[0] key",
     )));
-    cases.push(case("C2 key length 0xFFFFFFFFFFFF, no limits", huge_key).limits(unlimited()).all(
-        err(
-            ErrorKind::UnexpectedEof { needed: key_len - 3 },
-            "gguf::input::unexpected_eof",
-            HEADER + 8 + 3,
-            "metadata[0]",
-        ),
-    ));
+    cases.push(
+        case("C2 key length 0xFFFFFFFFFFFF, no limits", huge_key)
+            .limits(sipllm_testkit::unlimited_limits())
+            .all(err(
+                ErrorKind::UnexpectedEof { needed: key_len - 3 },
+                "gguf::input::unexpected_eof",
+                HEADER + 8 + 3,
+                "metadata[0]",
+            )),
+    );
 
     // 3. fixed-size arrays with file-controlled counts: n_dims (TENSORS_BAD_N_DIMS); 4 is fine.
     cases.push(
@@ -1559,14 +1557,14 @@ fn class_cases() -> Vec<Case> {
         format!("{} value count", kv_path(0, "a")),
     )));
     cases.push(
-        case("C9 u8 array of 2^40 with 16 bytes, no limits", b.build()).limits(unlimited()).all(
-            err(
+        case("C9 u8 array of 2^40 with 16 bytes, no limits", b.build())
+            .limits(sipllm_testkit::unlimited_limits())
+            .all(err(
                 ErrorKind::UnexpectedEof { needed: (1 << 40) - 16 },
                 "gguf::input::unexpected_eof",
                 49 + 16,
                 format!("{}[16]", kv_path(0, "a")),
-            ),
-        ),
+            )),
     );
     let three = vec![Value::str("x"), Value::str("yz"), Value::str("")];
     // 2^25 strings need at least 2^25 length fields (256 MiB): more than the header limit
@@ -1593,7 +1591,7 @@ fn class_cases() -> Vec<Case> {
             "C9 string array of 2^40 with 3 strings, no limits",
             GgufBuilder::new().kv("a", v).build(),
         )
-        .limits(unlimited())
+        .limits(sipllm_testkit::unlimited_limits())
         .all(err(
             ErrorKind::UnexpectedEof { needed: 8 },
             "gguf::input::unexpected_eof",
@@ -2456,7 +2454,7 @@ fn feed_bytewise(bytes: &[u8], opts: ParseOptions) -> (usize, u64, Decoder) {
 
 #[test]
 fn declared_counts_cost_nothing_before_their_bytes_arrive() {
-    let opts = ParseOptions::default().with_limits(unlimited());
+    let opts = ParseOptions::default().with_limits(sipllm_testkit::unlimited_limits());
     // A u8 array declaring 2^40 elements with 16 present: 49 + 16 bytes.
     let sixteen: Vec<Value> = (0..16).map(Value::Uint8).collect();
     let bytes = GgufBuilder::new()
