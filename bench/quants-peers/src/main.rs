@@ -2,8 +2,8 @@
 //! and scalar kernels, and over 2 threads), candle-core and optionally gguf-py, on the same
 //! random blocks, in one run.
 //!
-//!     cargo run --release -- [--mb 250] [--runs 5] [--fresh] [--gguf-py PYTHON]
-//!                            [--gguf-py-mb 25] [TYPE...]
+//!     cargo run --release -- [--mb 250] [--runs 5] [--fresh | --chunk KIB]
+//!                            [--gguf-py PYTHON] [--gguf-py-mb 25] [TYPE...]
 //!
 //! `--roofline` prints the machine's write ceilings instead (src/roofline.rs).
 //! `--hash` prints an FNV-1a hash of the values' bits (to compare with other readers).
@@ -11,7 +11,11 @@
 //! `--fresh` times every run as each library's own call that returns new values (allocation
 //! and page faults included: ours `dequantize_to_values` into a `Values`, candle
 //! `QTensor::dequantize(&Device::Cpu)`, which is `vec![0f32; n]` + `to_float`) instead of
-//! the kernels into one reused, pre-faulted buffer; `--gguf-py` needs
+//! the kernels into one reused, pre-faulted buffer. `--chunk KIB` runs every library's kernel
+//! over the input piece by piece, each piece's values into one reused buffer of that size
+//! that stays in cache (how an engine dequantizes a tile before using it, and how
+//! `read_f32_at` streams): the kernels' arithmetic, without the memory wall of writing
+//! gigabytes of output. `--gguf-py` needs
 //! `pip install gguf==0.19.0 numpy` in that Python.
 
 mod roofline;
@@ -81,6 +85,57 @@ enum Output {
     /// want a new array see): allocation, the kernel's page faults and its zeroing of pages
     /// are part of the time; freeing them is not.
     Fresh,
+    /// The input in pieces, each piece's values (this many bytes, rounded down to whole
+    /// blocks) into one reused buffer small enough to stay in a core's cache; on 2 threads
+    /// each thread takes half the pieces, with a buffer of its own.
+    Chunked(usize),
+}
+
+/// The input in pieces of whole blocks whose values fill at most `bytes` of output.
+fn pieces(ty: GgmlType, src: &[u8], bytes: usize) -> std::slice::Chunks<'_, u8> {
+    let (n, size) = sipllm_quants::block_layout(ty).unwrap();
+    let blocks = (bytes / 4 / n).max(1);
+    src.chunks(blocks * size)
+}
+
+/// The median of `runs` timings of `kernel` over `src` piece by piece (`--chunk`), on
+/// `threads` threads (wall time when more than one).
+fn median_chunked(
+    ty: GgmlType,
+    src: &[u8],
+    bytes: usize,
+    runs: usize,
+    threads: usize,
+    clock: Clock,
+    kernel: impl Fn(&[u8], &mut [f32]) + Sync,
+) -> f64 {
+    let (n, size) = sipllm_quants::block_layout(ty).unwrap();
+    let one = |src: &[u8], buf: &mut [f32]| {
+        for piece in pieces(ty, src, bytes) {
+            let values = piece.len() / size * n;
+            kernel(piece, &mut buf[..values]);
+        }
+    };
+    let buf_len = (bytes / 4 / n).max(1) * n;
+    if threads == 1 {
+        let mut buf = vec![0f32; buf_len];
+        one(src, &mut buf);
+        return median_of(runs, clock, || one(src, &mut buf));
+    }
+    let per = src.len() / size / threads * size;
+    let halves: Vec<&[u8]> = (0..threads)
+        .map(|t| if t + 1 == threads { &src[t * per..] } else { &src[t * per..(t + 1) * per] })
+        .collect();
+    let mut bufs: Vec<Vec<f32>> = (0..threads).map(|_| vec![0f32; buf_len]).collect();
+    let mut all = || {
+        std::thread::scope(|s| {
+            for (part, buf) in halves.iter().zip(bufs.iter_mut()) {
+                s.spawn(|| one(part, buf));
+            }
+        })
+    };
+    all();
+    median_of(runs, Clock::Wall, all)
 }
 
 /// The median of `runs` timings (after one untimed warm-up run) of `f` on `reused`, a buffer
@@ -222,13 +277,16 @@ print(times[len(times) // 2])
 }
 
 const USAGE: &str = "\
-usage: quants-peers [--mb 250] [--runs 5] [--fresh] [--cpu-time] [--hash]
+usage: quants-peers [--mb 250] [--runs 5] [--fresh | --chunk KIB] [--cpu-time] [--hash]
                     [--gguf-py PYTHON] [--gguf-py-mb 25] [TYPE...]
        quants-peers --roofline
   --mb MB          input per type (random blocks, finite f16 scales)
   --runs N         timed runs per column (the median is shown), after one untimed warm-up
   --fresh          each library's call that returns new values (ours dequantize_to_values,
                    candle QTensor::dequantize), instead of its kernel into one reused buffer
+  --chunk KIB      every library's kernel over the input piece by piece, each piece's values
+                   into one reused KIB buffer that stays in cache (gguf-py keeps its one
+                   call on the whole input); 2 threads take half the pieces each
   --cpu-time       time one-thread runs by the thread's CPU time
   --hash           an FNV-1a hash of the values' bits
   --gguf-py PY     also gguf-py's dequantize in that Python (pip install gguf==0.19.0 numpy)
@@ -270,6 +328,9 @@ fn args() -> Args {
             "--mb" => a.mb = value().parse().expect("--mb MB"),
             "--runs" => a.runs = value().parse().expect("--runs N"),
             "--fresh" => a.mode = Output::Fresh,
+            "--chunk" => {
+                a.mode = Output::Chunked(value().parse::<usize>().expect("--chunk KIB") * 1024)
+            }
             "--cpu-time" => a.clock = Clock::Thread,
             "--hash" => a.hash = true,
             "--roofline" => {
@@ -289,11 +350,20 @@ fn args() -> Args {
 
 fn main() {
     let a = args();
-    let mode = if a.mode == Output::Fresh {
-        "each library's call returning new values (ours a Values, candle QTensor::dequantize)"
-    } else {
-        "one reused, pre-faulted output"
+    let chunked = match a.mode {
+        Output::Fresh => {
+            "each library's call returning new values (ours a Values, candle QTensor::dequantize)"
+                .to_string()
+        }
+        Output::Reused => "one reused, pre-faulted output".to_string(),
+        Output::Chunked(b) => {
+            format!(
+                "the input in pieces, each piece's values into one reused {} KiB buffer",
+                b / 1024
+            )
+        }
     };
+    let mode = chunked.as_str();
     let clock = if a.clock == Clock::Thread { "thread CPU time (x2: wall)" } else { "wall time" };
     println!(
         "input {} MB per type; GB/s of f32 output, median of {} runs, {mode}, {clock}; one thread unless noted",
@@ -330,6 +400,14 @@ fn main() {
                 sipllm_quants::dequantize_parallel_to_values(ty, &src, 2).unwrap()
             });
             (ours, scalar, par)
+        } else if let Output::Chunked(bytes) = a.mode {
+            let time = |threads, clock, kernel: fn(GgmlType, &[u8], &mut [f32])| {
+                median_chunked(ty, &src, bytes, a.runs, threads, clock, |s, d| kernel(ty, s, d))
+            };
+            let ours = |ty, s: &[u8], d: &mut [f32]| sipllm_quants::dequantize(ty, s, d).unwrap();
+            let scalar =
+                |ty, s: &[u8], d: &mut [f32]| sipllm_quants::dequantize_scalar(ty, s, d).unwrap();
+            (time(1, a.clock, ours), time(1, a.clock, scalar), time(2, Clock::Wall, ours))
         } else {
             let ours = median(a.runs, &mut out, a.clock, |d| {
                 sipllm_quants::dequantize(ty, &src, d).unwrap()
@@ -374,6 +452,12 @@ fn main() {
             candle_qtensor(ty, &src).map(|q| {
                 gb / median_fresh(a.runs, a.clock, || {
                     q.dequantize(&candle_core::Device::Cpu).unwrap()
+                })
+            })
+        } else if let Output::Chunked(bytes) = a.mode {
+            candle(ty, &src, &mut out).map(|()| {
+                gb / median_chunked(ty, &src, bytes, a.runs, 1, a.clock, |s, d| {
+                    candle(ty, s, d).unwrap()
                 })
             })
         } else {

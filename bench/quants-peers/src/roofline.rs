@@ -1,8 +1,10 @@
 //! The machine's ceilings for an f32 output, in the same run as the kernels' figures: how
 //! fast one and two threads can only *write* a 1 GB buffer (no input, no arithmetic), with
-//! plain and with non-temporal stores, into a reused buffer and into fresh pages. A kernel
-//! cannot beat the row that matches how it stores; a goal above it is out of reach on this
-//! machine whatever the code.
+//! plain and with non-temporal stores, into a reused buffer and into fresh pages, and how fast
+//! they can only *read* one (the input side: a kernel that reads B bytes per 4 bytes of
+//! output cannot write more than 4/B times the read ceiling, even into a cached tile). A
+//! kernel cannot beat the row that matches how it stores and reads; a goal above it is out of
+//! reach on this machine whatever the code.
 
 /// Bytes written per measurement: far past any cache.
 const BYTES: usize = 1 << 30;
@@ -15,6 +17,36 @@ fn plain(dst: &mut [f32]) {
         *v = 1.5;
     }
     std::hint::black_box(dst);
+}
+
+/// Reads every value (a wrapping sum of the bits, which vectorizes; no output), with 32-byte
+/// loads where the CPU has them, as the kernels read.
+#[inline(never)]
+fn read(src: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2 (checked just above).
+        std::hint::black_box(unsafe { sum_avx2(src) });
+        return;
+    }
+    std::hint::black_box(sum(src));
+}
+
+#[inline(always)]
+fn sum(src: &[f32]) -> [u32; 32] {
+    let (lines, _) = src.as_chunks::<32>();
+    lines.iter().fold([0u32; 32], |mut s, l| {
+        for (s, v) in s.iter_mut().zip(l) {
+            *s = s.wrapping_add(v.to_bits());
+        }
+        s
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn sum_avx2(src: &[f32]) -> [u32; 32] {
+    sum(src)
 }
 
 /// Non-temporal 32-byte stores over the 64-byte-aligned middle of `dst`.
@@ -109,12 +141,12 @@ fn fresh(huge: bool, threads: usize, f: fn(&mut [f32])) -> f64 {
     BYTES as f64 / 1e9 / times[1]
 }
 
-/// Prints the ceilings (GB/s written), one line each.
+/// Prints the ceilings (GB/s written or read), one line each.
 pub fn report() {
     let mut buf = vec![0f32; BYTES / 4];
     plain(&mut buf);
     println!(
-        "roofline: GB/s of a pure write of 1 GB (no input, no arithmetic), wall time, median of 3"
+        "roofline: GB/s of a pure write of 1 GB (no input, no arithmetic) or a pure read, wall time, median of 3"
     );
     println!(
         "  reused buffer, plain stores:          1 thread {:6.1}  2 threads {:6.1}",
@@ -125,6 +157,11 @@ pub fn report() {
         "  reused buffer, non-temporal stores:   1 thread {:6.1}  2 threads {:6.1}",
         rate(&mut buf, 1, streamed),
         rate(&mut buf, 2, streamed)
+    );
+    println!(
+        "  read of a 1 GB buffer (no output):    1 thread {:6.1}  2 threads {:6.1}",
+        rate(&mut buf, 1, read),
+        rate(&mut buf, 2, read)
     );
     drop(buf);
     println!(
