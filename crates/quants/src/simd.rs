@@ -275,12 +275,45 @@ mod x86 {
         [bit(0), bit(1), bit(2), bit(3)]
     }
 
+    /// The two f16 in `h` (bits 0–15 and 16–31) as f32 lanes 0 and 1, lane 1 as
+    /// `scalar::nan_first(d, m)` makes it. F16C's `vcvtph2ps` is one instruction where
+    /// `scalar::f16_to_f32` is a dozen with branches, and at 32 values a block that is much
+    /// of a block's time. The two differ only on a signalling NaN, which `vcvtph2ps` quiets
+    /// and the scalar conversion keeps; no value sees it, as every scale is an operand of a
+    /// multiply or an add, which quiets it the same way (tests/it/simd.rs holds every kernel
+    /// to the scalar bits on NaN and Inf scales).
+    #[target_feature(enable = "avx2,f16c")]
+    #[inline]
+    fn scale_pair(h: u32) -> __m128 {
+        let v = _mm_cvtph_ps(_mm_cvtsi32_si128(h as i32));
+        if h & 0x7fff > 0x7c00 {
+            // d is a NaN: m is 0.
+            return _mm_blend_ps::<0b0010>(v, _mm_setzero_ps());
+        }
+        v
+    }
+
+    /// A block's f16 scale `d`, as `scalar::f16_to_f32` converts it, in every lane.
+    #[target_feature(enable = "avx2,f16c")]
+    #[inline]
+    fn scale(d: &[u8; 2]) -> __m256 {
+        _mm256_broadcastss_ps(scale_pair(u32::from(u16::from_le_bytes(*d))))
+    }
+
+    /// A block's f16 pair `d`, `m` (4 bytes), each in every lane of its vector.
+    #[target_feature(enable = "avx2,f16c")]
+    #[inline]
+    fn scale_min(h: &[u8; 4]) -> (__m256, __m256) {
+        let v = scale_pair(u32::from_le_bytes(*h));
+        (_mm256_broadcastss_ps(v), _mm256_broadcastss_ps(_mm_movehdup_ps(v)))
+    }
+
     /// Q4_0: v = d * (q - 8), as scalar::q4_0.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,f16c")]
     #[inline]
     fn q4_0(b: &[u8; 18], o: &mut [f32; 32]) {
         let (d, q) = b.split_first_chunk::<2>().unwrap_or_else(|| unreachable!());
-        let d = _mm256_set1_ps(f16_to_f32(u16::from_le_bytes(*d)));
+        let d = scale(d);
         let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
         let off = _mm256_set1_epi32(8);
         for (o, q) in eights(o).iter_mut().zip(nibbles32(q)) {
@@ -289,13 +322,11 @@ mod x86 {
     }
 
     /// Q4_1: v = d * q + m, as scalar::q4_1.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,f16c")]
     #[inline]
     fn q4_1(b: &[u8; 20], o: &mut [f32; 32]) {
         let (h, q) = b.split_first_chunk::<4>().unwrap_or_else(|| unreachable!());
-        let d = f16_to_f32(u16::from_le_bytes([h[0], h[1]]));
-        let m = _mm256_set1_ps(nan_first(d, f16_to_f32(u16::from_le_bytes([h[2], h[3]]))));
-        let d = _mm256_set1_ps(d);
+        let (d, m) = scale_min(h);
         let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
         for (o, q) in eights(o).iter_mut().zip(nibbles32(q)) {
             store8(o, _mm256_add_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(q)), m));
@@ -303,11 +334,11 @@ mod x86 {
     }
 
     /// Q5_0: v = d * (q - 16), as scalar::q5_0.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,f16c")]
     #[inline]
     fn q5_0(b: &[u8; 22], o: &mut [f32; 32]) {
         let (h, q) = b.split_first_chunk::<6>().unwrap_or_else(|| unreachable!());
-        let d = _mm256_set1_ps(f16_to_f32(u16::from_le_bytes([h[0], h[1]])));
+        let d = scale(&[h[0], h[1]]);
         let qh = u32::from_le_bytes([h[2], h[3], h[4], h[5]]);
         let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
         let off = _mm256_set1_epi32(16);
@@ -319,13 +350,11 @@ mod x86 {
     }
 
     /// Q5_1: v = d * q + m, as scalar::q5_1.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,f16c")]
     #[inline]
     fn q5_1(b: &[u8; 24], o: &mut [f32; 32]) {
         let (h, q) = b.split_first_chunk::<8>().unwrap_or_else(|| unreachable!());
-        let d = f16_to_f32(u16::from_le_bytes([h[0], h[1]]));
-        let m = _mm256_set1_ps(nan_first(d, f16_to_f32(u16::from_le_bytes([h[2], h[3]]))));
-        let d = _mm256_set1_ps(d);
+        let (d, m) = scale_min(&[h[0], h[1], h[2], h[3]]);
         let qh = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
         let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
         let out = eights(o).iter_mut().zip(nibbles32(q)).zip(fifth_bits(qh));
@@ -336,11 +365,11 @@ mod x86 {
     }
 
     /// Q8_0: v = q * d, as scalar::q8_0.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,f16c")]
     #[inline]
     fn q8_0(b: &[u8; 34], o: &mut [f32; 32]) {
         let (d, q) = b.split_first_chunk::<2>().unwrap_or_else(|| unreachable!());
-        let d = _mm256_set1_ps(f16_to_f32(u16::from_le_bytes(*d)));
+        let d = scale(d);
         let (q, _) = q.as_chunks::<16>();
         let ([a, b], [c, e]) = (widen_signed(load16(&q[0])), widen_signed(load16(&q[1])));
         let q = [a, b, c, e];
