@@ -418,6 +418,20 @@ mod x86 {
         field(q, 2 * s, 3)
     }
 
+    /// Bits `2m..2m + 2` of each of 16 bytes, as bits 4 and 5 (Q6_K's two high bits over
+    /// its nibble): one shift of 16-bit lanes (the mask drops what crosses a byte) and an and.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn high_crumbs(q: __m128i, m: usize) -> __m128i {
+        let q = match m {
+            0 => _mm_slli_epi16(q, 4),
+            1 => _mm_slli_epi16(q, 2),
+            2 => q,
+            _ => _mm_srli_epi16(q, 2),
+        };
+        _mm_and_si128(q, _mm_set1_epi8(0x30))
+    }
+
     /// Bytes 0–7 and 8–15 of `v` as signed values, each widened to eight i32.
     #[target_feature(enable = "avx2")]
     #[inline]
@@ -505,7 +519,7 @@ mod x86 {
         let d = f16_to_f32(u16::from_le_bytes([b[208], b[209]]));
         let p = pieces(b);
         let runs = sixteens(o);
-        let off = _mm256_set1_epi32(32);
+        let off = _mm_set1_epi8(32);
         for h in 0..2 {
             for m in 0..4 {
                 for half in 0..2 {
@@ -513,14 +527,15 @@ mod x86 {
                     // 64h + 32(m % 2) + 16half + i, bits 2m.. of byte 128 + 32h + 16half + i.
                     let (lo, hi) = nibbles(&p[h * 4 + 2 * (m % 2) + half]);
                     let ql = if m < 2 { lo } else { hi };
-                    let qh = _mm_slli_epi16(crumbs(load16(&p[8 + h * 2 + half]), m), 4);
-                    let [x, y] = widen(_mm_or_si128(ql, qh));
+                    let qh = high_crumbs(load16(&p[8 + h * 2 + half]), m);
+                    // q - 32 in -32..=31 fits a byte: subtract before widening, once for
+                    // 16 values.
+                    let [x, y] = widen_signed(_mm_sub_epi8(_mm_or_si128(ql, qh), off));
                     let g = h * 8 + 2 * m + half;
                     let dl = _mm256_set1_ps(d * f32::from(b[192 + g] as i8));
                     let (out, _) = runs[g].as_chunks_mut::<8>();
                     for (o, q) in out.iter_mut().zip([x, y]) {
-                        let q = _mm256_cvtepi32_ps(_mm256_sub_epi32(q, off));
-                        store8(o, _mm256_mul_ps(dl, q));
+                        store8(o, _mm256_mul_ps(dl, _mm256_cvtepi32_ps(q)));
                     }
                 }
             }
