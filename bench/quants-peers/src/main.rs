@@ -350,7 +350,7 @@ fn args() -> Args {
 
 fn main() {
     let a = args();
-    let chunked = match a.mode {
+    let mode = match a.mode {
         Output::Fresh => {
             "each library's call returning new values (ours a Values, candle QTensor::dequantize)"
                 .to_string()
@@ -363,7 +363,6 @@ fn main() {
             )
         }
     };
-    let mode = chunked.as_str();
     let clock = if a.clock == Clock::Thread { "thread CPU time (x2: wall)" } else { "wall time" };
     println!(
         "input {} MB per type; GB/s of f32 output, median of {} runs, {mode}, {clock}; one thread unless noted",
