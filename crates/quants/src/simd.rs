@@ -252,27 +252,29 @@ mod x86 {
         [a, b, c, d]
     }
 
-    /// Bit `8k + i` of `qh` shifted to bit 4 of lane `i`, for k = 0..4 (the fifth bits of a
-    /// Q5_0/Q5_1 block's values `8k..8k+8`).
+    /// The 32 values of a Q5_0/Q5_1 block as bytes (values 0–15, then 16–31): the nibbles
+    /// with bit `j` of `qh` as value `j`'s bit 4. Each byte of the fifth bits picks its
+    /// byte of `qh` (`vpshufb`), tests its own bit of it and keeps 0x10 where it is set: four
+    /// operations for all 32 values, where shifting each bit into an i32 lane took three per
+    /// 8, and Q5_0's `q - 16` (-16..=15) then fits a byte too.
     #[target_feature(enable = "avx2")]
     #[inline]
-    fn fifth_bits(qh: u32) -> [__m256i; 4] {
-        let h = _mm256_set1_epi32(qh as i32);
-        let one = _mm256_set1_epi32(1);
-        let bit = |k: i32| {
-            let sh = _mm256_setr_epi32(
-                8 * k,
-                8 * k + 1,
-                8 * k + 2,
-                8 * k + 3,
-                8 * k + 4,
-                8 * k + 5,
-                8 * k + 6,
-                8 * k + 7,
-            );
-            _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(h, sh), one), 4)
-        };
-        [bit(0), bit(1), bit(2), bit(3)]
+    fn q5_values(q: &[u8; 16], qh: u32) -> (__m128i, __m128i) {
+        let (lo, hi) = nibbles(q);
+        // All 32 fifth bits at once: byte i of the 256-bit vector is byte i / 8 of qh.
+        let qh = _mm256_set1_epi32(qh as i32);
+        let pick = _mm256_setr_epi64x(
+            0,
+            0x0101_0101_0101_0101,
+            0x0202_0202_0202_0202,
+            0x0303_0303_0303_0303,
+        );
+        let bit = _mm256_set1_epi64x(0x8040_2010_0804_0201_u64 as i64);
+        let t = _mm256_and_si256(_mm256_shuffle_epi8(qh, pick), bit);
+        let fifth = _mm256_and_si256(_mm256_cmpeq_epi8(t, bit), _mm256_set1_epi8(0x10));
+        let first = _mm256_castsi256_si128(fifth);
+        let second = _mm256_extracti128_si256::<1>(fifth);
+        (_mm_or_si128(lo, first), _mm_or_si128(hi, second))
     }
 
     /// The two f16 in `h` (bits 0–15 and 16–31) as f32 lanes 0 and 1, lane 1 as
@@ -341,10 +343,12 @@ mod x86 {
         let d = scale(&[h[0], h[1]]);
         let qh = u32::from_le_bytes([h[2], h[3], h[4], h[5]]);
         let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
-        let off = _mm256_set1_epi32(16);
-        let out = eights(o).iter_mut().zip(nibbles32(q)).zip(fifth_bits(qh));
-        for ((o, q), h) in out {
-            let q = _mm256_sub_epi32(_mm256_or_si256(q, h), off);
+        // q - 16 (-16..=15) fits a byte: subtract before widening.
+        let off = _mm_set1_epi8(16);
+        let (lo, hi) = q5_values(q, qh);
+        let [a, b] = widen_signed(_mm_sub_epi8(lo, off));
+        let [c, e] = widen_signed(_mm_sub_epi8(hi, off));
+        for (o, q) in eights(o).iter_mut().zip([a, b, c, e]) {
             store8(o, _mm256_mul_ps(d, _mm256_cvtepi32_ps(q)));
         }
     }
@@ -357,10 +361,11 @@ mod x86 {
         let (d, m) = scale_min(&[h[0], h[1], h[2], h[3]]);
         let qh = u32::from_le_bytes([h[4], h[5], h[6], h[7]]);
         let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
-        let out = eights(o).iter_mut().zip(nibbles32(q)).zip(fifth_bits(qh));
-        for ((o, q), h) in out {
-            let q = _mm256_cvtepi32_ps(_mm256_or_si256(q, h));
-            store8(o, _mm256_add_ps(_mm256_mul_ps(d, q), m));
+        let (lo, hi) = q5_values(q, qh);
+        let [a, b] = widen(lo);
+        let [c, e] = widen(hi);
+        for (o, q) in eights(o).iter_mut().zip([a, b, c, e]) {
+            store8(o, _mm256_add_ps(_mm256_mul_ps(d, _mm256_cvtepi32_ps(q)), m));
         }
     }
 
