@@ -1080,22 +1080,36 @@ mod arm {
         let d = f16_to_f32(u16::from_le_bytes([b[0], b[1]]));
         let dmin = f16_to_f32(u16::from_le_bytes([b[2], b[3]]));
         let (sc, mn) = scalar::k_scale_min(&b[4..16]);
+        // The 8 groups' d * sc and dmin * m, 4 per vector (the scalar kernel's products),
+        // the min 0 where d * sc is NaN (`nan_first`).
+        let (mut dl, mut ml) = ([[0f32; 4]; 2], [[0f32; 4]; 2]);
+        let (sc, mn) = (widen8(sc), widen8(mn));
+        for k in 0..2 {
+            let dk = vmulq_f32(vdupq_n_f32(d), vcvtq_f32_u32(sc[k]));
+            let mk = vmulq_f32(vdupq_n_f32(dmin), vcvtq_f32_u32(mn[k]));
+            store4(&mut dl[k], dk);
+            store4(&mut ml[k], vbslq_f32(vceqq_f32(dk, dk), mk, vdupq_n_f32(0.0)));
+        }
+        let (dl, ml) = (dl.as_flattened(), ml.as_flattened());
         let p = pieces(b);
         let runs = sixteens(o);
         for c in 0..4 {
             // Group 2c: the low nibbles of bytes 16 + 32c.. (pieces 1 + 2c, 2 + 2c); group
             // 2c + 1: their high nibbles.
-            let dm = |g: usize| {
-                let dl = d * f32::from(sc[g]);
-                (dl, nan_first(dl, dmin * f32::from(mn[g])))
-            };
-            let ((d0, m0), (d1, m1)) = (dm(2 * c), dm(2 * c + 1));
             for k in 0..2 {
                 let (lo, hi) = nibbles(&p[1 + 2 * c + k]);
-                put16(&mut runs[4 * c + k], lo, d0, m0);
-                put16(&mut runs[4 * c + 2 + k], hi, d1, m1);
+                put16(&mut runs[4 * c + k], lo, dl[2 * c], ml[2 * c]);
+                put16(&mut runs[4 * c + 2 + k], hi, dl[2 * c + 1], ml[2 * c + 1]);
             }
         }
+    }
+
+    /// 8 bytes widened to 8 u32, in order.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn widen8(v: [u8; 8]) -> [uint32x4_t; 2] {
+        let v = vmovl_u8(vcreate_u8(u64::from_le_bytes(v)));
+        [vmovl_u16(vget_low_u16(v)), vmovl_u16(vget_high_u16(v))]
     }
 
     /// Q6_K: v = (d * sc) * (q - 32), as scalar::q6_k.
