@@ -762,6 +762,7 @@ mod arm {
     use sipllm_gguf::GgmlType;
 
     use crate::scalar::{self, blocks, f16_to_f32, nan_first};
+    use crate::tables::IQ1S_GRID;
 
     /// # Safety
     /// The CPU must support NEON.
@@ -783,6 +784,9 @@ mod arm {
             GgmlType::NVFP4 => blocks(src, dst, |b, o| nvfp4(b, o)),
             GgmlType::IQ4_NL => blocks(src, dst, |b, o| iq4_nl(b, o)),
             GgmlType::IQ4_XS => blocks(src, dst, |b, o| iq4_xs(b, o)),
+            GgmlType::TQ2_0 => blocks(src, dst, |b, o| tq2_0(b, o)),
+            GgmlType::IQ1_S => blocks(src, dst, |b, o| iq1_s(b, o)),
+            GgmlType::IQ1_M => blocks(src, dst, |b, o| iq1_m(b, o)),
             // The other types' portable kernels, compiled here with NEON enabled (a
             // baseline feature of aarch64, so this is what the scalar path runs too).
             _ => return false,
@@ -1217,6 +1221,82 @@ mod arm {
                 };
                 let d = vdupq_n_f32(scalar::ue4m3_half(scales[2 * k + s]));
                 scaled16(&mut runs[2 * k + s], vqtbl1q_s8(table, n), d);
+            }
+        }
+    }
+
+    /// TQ2_0: v = d * (q - 1), as scalar::tq2_0.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn tq2_0(b: &[u8; 66], o: &mut [f32; 256]) {
+        let d = vdupq_n_f32(f16_to_f32(u16::from_le_bytes([b[64], b[65]])));
+        let p = pieces(b);
+        let runs = sixteens(o);
+        let one = vdupq_n_s8(1);
+        for h in 0..2 {
+            for s in 0..4 {
+                for k in 0..2 {
+                    // Values 128h + 32s + 16k + i: bits 2s.. of byte 32h + 16k + i.
+                    let q = vreinterpretq_s8_u8(crumbs(load16(&p[2 * h + k]), s));
+                    scaled16(&mut runs[8 * h + 2 * s + k], vsubq_s8(q, one), d);
+                }
+            }
+        }
+    }
+
+    /// 8 values `dl * (grid + delta)` of one IQ1 grid row (eight signed bytes), in the scalar
+    /// kernels' order.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn iq1_row(row: u64, dl: float32x4_t, delta: float32x4_t, o: &mut [f32; 8]) {
+        let g = vmovl_s8(vcreate_s8(row));
+        let g = [vmovl_s16(vget_low_s16(g)), vmovl_s16(vget_high_s16(g))];
+        let (o, _) = o.as_chunks_mut::<4>();
+        for (o, g) in o.iter_mut().zip(g) {
+            store4(o, vmulq_f32(dl, vaddq_f32(vcvtq_f32_s32(g), delta)));
+        }
+    }
+
+    /// IQ1_S: v = d * (2s + 1) * (grid + delta), as scalar::iq1_s.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn iq1_s(b: &[u8; 50], o: &mut [f32; 256]) {
+        let d = f16_to_f32(u16::from_le_bytes([b[0], b[1]]));
+        let (rows, _) = o.as_chunks_mut::<8>();
+        for (ib, rows) in rows.chunks_exact_mut(4).enumerate() {
+            let qh = u16::from_le_bytes([b[34 + 2 * ib], b[35 + 2 * ib]]);
+            let dl = vdupq_n_f32(d * f32::from(2 * ((qh >> 12) & 7) + 1));
+            let delta = vdupq_n_f32(if qh & 0x8000 == 0 { 0.125 } else { -0.125 });
+            for (l, o) in rows.iter_mut().enumerate() {
+                let idx = usize::from(b[2 + ib * 4 + l]) | (usize::from((qh >> (3 * l)) & 7) << 8);
+                iq1_row(IQ1S_GRID[idx], dl, delta, o);
+            }
+        }
+    }
+
+    /// IQ1_M: v = d * (2s + 1) * (grid + delta), as scalar::iq1_m.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn iq1_m(b: &[u8; 56], o: &mut [f32; 256]) {
+        let s = [48, 50, 52, 54].map(|i| u16::from_le_bytes([b[i], b[i + 1]]));
+        let d = f16_to_f32(
+            ((s[0] & 0xf000) >> 12)
+                | ((s[1] & 0xf000) >> 8)
+                | ((s[2] & 0xf000) >> 4)
+                | (s[3] & 0xf000),
+        );
+        let (pairs, _) = o.as_chunks_mut::<16>();
+        // Rows 2p and 2p + 1 share a scale and the two nibbles of byte 32 + p.
+        for (p, o) in pairs.iter_mut().enumerate() {
+            let sc = (s[p / 4] >> (3 * (p % 4))) & 7;
+            let dl = vdupq_n_f32(d * f32::from(2 * sc + 1));
+            let (rows, _) = o.as_chunks_mut::<8>();
+            for (k, o) in rows.iter_mut().enumerate() {
+                let g = 2 * p + k;
+                let qh = b[32 + p] >> (4 * k);
+                let idx = usize::from(b[g]) | (usize::from(qh & 7) << 8);
+                let delta = vdupq_n_f32(if qh & 8 == 0 { 0.125 } else { -0.125 });
+                iq1_row(IQ1S_GRID[idx], dl, delta, o);
             }
         }
     }
