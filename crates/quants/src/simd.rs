@@ -5,11 +5,11 @@
 //! Q5_0, Q5_1, Q8_0), and for the others the portable block kernels of [`crate::scalar`]
 //! instantiated inside a `#[target_feature(enable = "avx2,f16c")]` function (LLVM vectorizes
 //! them with 256-bit registers). On aarch64 with NEON, hand-written NEON kernels for F16, BF16,
-//! Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4 and NVFP4; the
-//! other types' portable kernels already compile to NEON code (a baseline feature there). The
-//! only `unsafe` is calling the dispatchers after the run-time feature check said the CPU has
-//! what they need, and the intrinsics' unaligned loads and stores, each on an array reference
-//! of exactly the size it moves. No kernel uses FMA or reorders an operation: results are the
+//! Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q6_K, TQ2_0, IQ1_S, IQ1_M, IQ4_NL, IQ4_XS,
+//! MXFP4 and NVFP4; the other types' portable kernels already compile to NEON code (a
+//! baseline feature there). The only `unsafe` is calling the dispatchers after the run-time
+//! feature check said the CPU has what they need, and the intrinsics' unaligned loads and
+//! stores, each on an array reference of exactly the size it moves. No kernel uses FMA or reorders an operation: results are the
 //! scalar kernels' bits (tests/it/simd.rs).
 #![allow(unsafe_code)]
 
