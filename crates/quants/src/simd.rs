@@ -9,8 +9,8 @@
 //! MXFP4 and NVFP4; the other types' portable kernels already compile to NEON code (a
 //! baseline feature there). The only `unsafe` is calling the dispatchers after the run-time
 //! feature check said the CPU has what they need, and the intrinsics' unaligned loads and
-//! stores, each on an array reference of exactly the size it moves. No kernel uses FMA or reorders an operation: results are the
-//! scalar kernels' bits (tests/it/simd.rs).
+//! stores, each on an array reference of exactly the size it moves. No kernel uses FMA or
+//! reorders an operation: results are the scalar kernels' bits (tests/it/simd.rs).
 #![allow(unsafe_code)]
 
 use sipllm_gguf::GgmlType;
