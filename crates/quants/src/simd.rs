@@ -5,7 +5,8 @@
 //! Q5_0, Q5_1, Q8_0), and for the others the portable block kernels of [`crate::scalar`]
 //! instantiated inside a `#[target_feature(enable = "avx2,f16c")]` function (LLVM vectorizes
 //! them with 256-bit registers). On aarch64 with NEON, hand-written NEON kernels for F16, BF16,
-//! Q4_0, Q4_1 and Q8_0; the other types' portable kernels already compile to NEON code (a
+//! Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q6_K, TQ2_0, IQ1_S, IQ1_M, IQ4_NL, IQ4_XS,
+//! MXFP4 and NVFP4; the other types' portable kernels already compile to NEON code (a
 //! baseline feature there). The only `unsafe` is calling the dispatchers after the run-time
 //! feature check said the CPU has what they need, and the intrinsics' unaligned loads and
 //! stores, each on an array reference of exactly the size it moves. No kernel uses FMA or
@@ -781,6 +782,7 @@ mod arm {
     use sipllm_gguf::GgmlType;
 
     use crate::scalar::{self, blocks, f16_to_f32, nan_first};
+    use crate::tables::IQ1S_GRID;
 
     /// # Safety
     /// The CPU must support NEON.
@@ -791,7 +793,20 @@ mod arm {
             GgmlType::BF16 => elements(src, dst, |b, o| bf16x8(b, o), scalar::bf16),
             GgmlType::Q4_0 => blocks(src, dst, |b, o| q4_0(b, o)),
             GgmlType::Q4_1 => blocks(src, dst, |b, o| q4_1(b, o)),
+            GgmlType::Q5_0 => blocks(src, dst, |b, o| q5_0(b, o)),
+            GgmlType::Q5_1 => blocks(src, dst, |b, o| q5_1(b, o)),
             GgmlType::Q8_0 => blocks(src, dst, |b, o| q8_0(b, o)),
+            GgmlType::Q2_K => blocks(src, dst, |b, o| q2_k(b, o)),
+            GgmlType::Q3_K => blocks(src, dst, |b, o| q3_k(b, o)),
+            GgmlType::Q4_K => blocks(src, dst, |b, o| q4_k(b, o)),
+            GgmlType::Q6_K => blocks(src, dst, |b, o| q6_k(b, o)),
+            GgmlType::MXFP4 => blocks(src, dst, |b, o| mxfp4(b, o)),
+            GgmlType::NVFP4 => blocks(src, dst, |b, o| nvfp4(b, o)),
+            GgmlType::IQ4_NL => blocks(src, dst, |b, o| iq4_nl(b, o)),
+            GgmlType::IQ4_XS => blocks(src, dst, |b, o| iq4_xs(b, o)),
+            GgmlType::TQ2_0 => blocks(src, dst, |b, o| tq2_0(b, o)),
+            GgmlType::IQ1_S => blocks(src, dst, |b, o| iq1_s(b, o)),
+            GgmlType::IQ1_M => blocks(src, dst, |b, o| iq1_m(b, o)),
             // The other types' portable kernels, compiled here with NEON enabled (a
             // baseline feature of aarch64, so this is what the scalar path runs too).
             _ => return false,
@@ -909,6 +924,400 @@ mod arm {
         }
         for (o, q) in fours(o).iter_mut().zip(v) {
             store4(o, vmulq_f32(vcvtq_f32_s32(q), d));
+        }
+    }
+
+    /// The low and high nibbles of 16 bytes, each as 16 bytes.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn nibbles(q: &[u8; 16]) -> (uint8x16_t, uint8x16_t) {
+        let q = load16(q);
+        (vandq_u8(q, vdupq_n_u8(0x0f)), vshrq_n_u8::<4>(q))
+    }
+
+    /// 16 signed bytes widened to 16 i32, in order.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn widen_signed(v: int8x16_t) -> [int32x4_t; 4] {
+        let lo = vmovl_s8(vget_low_s8(v));
+        let hi = vmovl_s8(vget_high_s8(v));
+        [
+            vmovl_s16(vget_low_s16(lo)),
+            vmovl_s16(vget_high_s16(lo)),
+            vmovl_s16(vget_low_s16(hi)),
+            vmovl_s16(vget_high_s16(hi)),
+        ]
+    }
+
+    /// Each of 16 bytes shifted right by `shift` (under 8) and masked with `mask`.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn field(q: uint8x16_t, shift: usize, mask: u8) -> uint8x16_t {
+        // `ushl` by a negative count is a logical right shift.
+        vandq_u8(vshlq_u8(q, vdupq_n_s8(-(shift as i8))), vdupq_n_u8(mask))
+    }
+
+    /// Bits `2s..2s + 2` of each of 16 bytes.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn crumbs(q: uint8x16_t, s: usize) -> uint8x16_t {
+        field(q, 2 * s, 3)
+    }
+
+    /// The fifth bits of a Q5_0/Q5_1 block's 32 values (bit `j` of `qh` is value `j`'s), as
+    /// 0x10 or 0 in bytes: values 0–15, then 16–31.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn fifth_bits(qh: u32) -> (uint8x16_t, uint8x16_t) {
+        const BIT: [u8; 16] = [1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128];
+        let [b0, b1, b2, b3] = qh.to_le_bytes();
+        let bit = load16(&BIT);
+        let five = vdupq_n_u8(0x10);
+        // Two bytes of qh, each in 8 lanes, each lane testing its own bit.
+        let half =
+            |a: u8, b: u8| vandq_u8(vtstq_u8(vcombine_u8(vdup_n_u8(a), vdup_n_u8(b)), bit), five);
+        (half(b0, b1), half(b2, b3))
+    }
+
+    /// The 16 runs of 16 values of a 256-value block (each run shares a scale in the K
+    /// types).
+    #[inline(always)]
+    fn sixteens(o: &mut [f32; 256]) -> &mut [[f32; 16]; 16] {
+        o.as_chunks_mut::<16>().0.try_into().unwrap_or_else(|_| unreachable!())
+    }
+
+    /// The 4 runs of 4 values of a 16-value run.
+    #[inline(always)]
+    fn fours16(o: &mut [f32; 16]) -> &mut [[f32; 4]; 4] {
+        o.as_chunks_mut::<4>().0.try_into().unwrap_or_else(|_| unreachable!())
+    }
+
+    /// The 16-byte pieces of a block (the last, partial piece left out).
+    #[inline(always)]
+    fn pieces<const B: usize>(b: &[u8; B]) -> &[[u8; 16]] {
+        b.as_chunks::<16>().0
+    }
+
+    /// `d * q - m` for 16 values `q`, in the scalar kernels' order (no fused multiply-add).
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn put16(o: &mut [f32; 16], q: uint8x16_t, d: f32, m: f32) {
+        let (d, m) = (vdupq_n_f32(d), vdupq_n_f32(m));
+        for (o, q) in fours16(o).iter_mut().zip(widen(q)) {
+            store4(o, vsubq_f32(vmulq_f32(d, vcvtq_f32_u32(q)), m));
+        }
+    }
+
+    /// `d * q` for 16 signed values `q`, in the scalar kernels' order.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn scaled16(o: &mut [f32; 16], q: int8x16_t, d: float32x4_t) {
+        for (o, q) in fours16(o).iter_mut().zip(widen_signed(q)) {
+            store4(o, vmulq_f32(d, vcvtq_f32_s32(q)));
+        }
+    }
+
+    /// Q5_0: v = d * (q - 16), as scalar::q5_0.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn q5_0(b: &[u8; 22], o: &mut [f32; 32]) {
+        let (h, q) = b.split_first_chunk::<6>().unwrap_or_else(|| unreachable!());
+        let d = vdupq_n_f32(f16_to_f32(u16::from_le_bytes([h[0], h[1]])));
+        let (h0, h1) = fifth_bits(u32::from_le_bytes([h[2], h[3], h[4], h[5]]));
+        let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
+        let (lo, hi) = nibbles(q);
+        let (runs, _) = o.as_chunks_mut::<16>();
+        let off = vdupq_n_s8(16);
+        for (o, (q, h)) in runs.iter_mut().zip([(lo, h0), (hi, h1)]) {
+            // q - 16 is in -16..16: exact in a signed byte.
+            scaled16(o, vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(q, h)), off), d);
+        }
+    }
+
+    /// Q5_1: v = d * q + m, as scalar::q5_1 (no fused multiply-add).
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn q5_1(b: &[u8; 24], o: &mut [f32; 32]) {
+        let (h, q) = b.split_first_chunk::<8>().unwrap_or_else(|| unreachable!());
+        let d = f16_to_f32(u16::from_le_bytes([h[0], h[1]]));
+        let m = vdupq_n_f32(nan_first(d, f16_to_f32(u16::from_le_bytes([h[2], h[3]]))));
+        let d = vdupq_n_f32(d);
+        let (h0, h1) = fifth_bits(u32::from_le_bytes([h[4], h[5], h[6], h[7]]));
+        let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
+        let (lo, hi) = nibbles(q);
+        let (runs, _) = o.as_chunks_mut::<16>();
+        for (o, (q, h)) in runs.iter_mut().zip([(lo, h0), (hi, h1)]) {
+            for (o, q) in fours16(o).iter_mut().zip(widen(vorrq_u8(q, h))) {
+                store4(o, vaddq_f32(vmulq_f32(d, vcvtq_f32_u32(q)), m));
+            }
+        }
+    }
+
+    /// Q2_K: v = (d * sc) * q - (dmin * m), as scalar::q2_k.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn q2_k(b: &[u8; 84], o: &mut [f32; 256]) {
+        let d = f16_to_f32(u16::from_le_bytes([b[80], b[81]]));
+        let dmin = f16_to_f32(u16::from_le_bytes([b[82], b[83]]));
+        // The 16 groups' scales first: a loop LLVM vectorizes.
+        let (mut dl, mut ml) = ([0f32; 16], [0f32; 16]);
+        for (g, &sc) in b[..16].iter().enumerate() {
+            (dl[g], ml[g]) = scalar::q2_k_scale_min(sc, d, dmin);
+        }
+        let p = pieces(b);
+        let runs = sixteens(o);
+        for h in 0..2 {
+            for s in 0..4 {
+                for half in 0..2 {
+                    let g = h * 8 + s * 2 + half;
+                    // Values 128h + 32s + 16half + i: bits 2s.. of byte 16 + 32h + 16half + i.
+                    put16(&mut runs[g], crumbs(load16(&p[1 + h * 2 + half]), s), dl[g], ml[g]);
+                }
+            }
+        }
+    }
+
+    /// Q3_K: v = (d * (sc - 32)) * (ql - 4 * !hbit), as scalar::q3_k.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn q3_k(b: &[u8; 110], o: &mut [f32; 256]) {
+        let d = f16_to_f32(u16::from_le_bytes([b[108], b[109]]));
+        let sc = &b[96..108];
+        let p = pieces(b);
+        let runs = sixteens(o);
+        let one = vdupq_n_u8(1);
+        for h in 0..2 {
+            for sh in 0..4 {
+                for half in 0..2 {
+                    let g = h * 8 + sh * 2 + half;
+                    let dl = vdupq_n_f32(d * scalar::q3_k_scale(sc, g) as f32);
+                    // Values 128h + 32sh + 16half + i: bits 2sh.. of byte 32 + 32h + 16half + i,
+                    // and the high bit 4h + sh of byte 16half + i.
+                    let ql = crumbs(load16(&p[2 + 2 * h + half]), sh);
+                    let hb = field(load16(&p[half]), 4 * h + sh, 1);
+                    let q = vsubq_u8(ql, vshlq_n_u8::<2>(veorq_u8(hb, one)));
+                    scaled16(&mut runs[g], vreinterpretq_s8_u8(q), dl);
+                }
+            }
+        }
+    }
+
+    /// Q4_K: v = (d * sc) * q - (dmin * m), as scalar::q4_k.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn q4_k(b: &[u8; 144], o: &mut [f32; 256]) {
+        let d = f16_to_f32(u16::from_le_bytes([b[0], b[1]]));
+        let dmin = f16_to_f32(u16::from_le_bytes([b[2], b[3]]));
+        let (sc, mn) = scalar::k_scale_min(&b[4..16]);
+        // The 8 groups' d * sc and dmin * m, 4 per vector (the scalar kernel's products),
+        // the min 0 where d * sc is NaN (`nan_first`).
+        let (mut dl, mut ml) = ([[0f32; 4]; 2], [[0f32; 4]; 2]);
+        let (sc, mn) = (widen8(sc), widen8(mn));
+        for k in 0..2 {
+            let dk = vmulq_f32(vdupq_n_f32(d), vcvtq_f32_u32(sc[k]));
+            let mk = vmulq_f32(vdupq_n_f32(dmin), vcvtq_f32_u32(mn[k]));
+            store4(&mut dl[k], dk);
+            store4(&mut ml[k], vbslq_f32(vceqq_f32(dk, dk), mk, vdupq_n_f32(0.0)));
+        }
+        let (dl, ml) = (dl.as_flattened(), ml.as_flattened());
+        let p = pieces(b);
+        let runs = sixteens(o);
+        for c in 0..4 {
+            // Group 2c: the low nibbles of bytes 16 + 32c.. (pieces 1 + 2c, 2 + 2c); group
+            // 2c + 1: their high nibbles.
+            for k in 0..2 {
+                let (lo, hi) = nibbles(&p[1 + 2 * c + k]);
+                put16(&mut runs[4 * c + k], lo, dl[2 * c], ml[2 * c]);
+                put16(&mut runs[4 * c + 2 + k], hi, dl[2 * c + 1], ml[2 * c + 1]);
+            }
+        }
+    }
+
+    /// 8 bytes widened to 8 u32, in order.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn widen8(v: [u8; 8]) -> [uint32x4_t; 2] {
+        let v = vmovl_u8(vcreate_u8(u64::from_le_bytes(v)));
+        [vmovl_u16(vget_low_u16(v)), vmovl_u16(vget_high_u16(v))]
+    }
+
+    /// Q6_K: v = (d * sc) * (q - 32), as scalar::q6_k.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn q6_k(b: &[u8; 210], o: &mut [f32; 256]) {
+        let d = f16_to_f32(u16::from_le_bytes([b[208], b[209]]));
+        let p = pieces(b);
+        let runs = sixteens(o);
+        let off = vdupq_n_s8(32);
+        for h in 0..2 {
+            for m in 0..4 {
+                for half in 0..2 {
+                    // Values 128h + 32m + 16half + i: nibble m / 2 of byte
+                    // 64h + 32(m % 2) + 16half + i, bits 2m.. of byte 128 + 32h + 16half + i.
+                    let (lo, hi) = nibbles(&p[h * 4 + 2 * (m % 2) + half]);
+                    let ql = if m < 2 { lo } else { hi };
+                    let qh = vshlq_n_u8::<4>(crumbs(load16(&p[8 + h * 2 + half]), m));
+                    // q - 32 is in -32..32: exact in a signed byte.
+                    let q = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(ql, qh)), off);
+                    let g = h * 8 + 2 * m + half;
+                    let dl = vdupq_n_f32(d * f32::from(b[192 + g] as i8));
+                    scaled16(&mut runs[g], q, dl);
+                }
+            }
+        }
+    }
+
+    /// A 16-entry table of signed values for `tbl`.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn lut16(k: [i8; 16]) -> int8x16_t {
+        vreinterpretq_s8_u8(load16(&k.map(|v| v as u8)))
+    }
+
+    /// 32 values `d * table[nibble]` of 16 bytes of nibbles (one `tbl` per 16): the low
+    /// nibbles are values 0–15.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn nibble_run(q: &[u8; 16], d: f32, table: int8x16_t, o: &mut [f32; 32]) {
+        let d = vdupq_n_f32(d);
+        let (lo, hi) = nibbles(q);
+        let (runs, _) = o.as_chunks_mut::<16>();
+        for (o, n) in runs.iter_mut().zip([lo, hi]) {
+            scaled16(o, vqtbl1q_s8(table, n), d);
+        }
+    }
+
+    /// IQ4_NL: v = d * kvalue, as scalar::iq4_nl.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn iq4_nl(b: &[u8; 18], o: &mut [f32; 32]) {
+        let (d, q) = b.split_first_chunk::<2>().unwrap_or_else(|| unreachable!());
+        let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
+        nibble_run(q, f16_to_f32(u16::from_le_bytes(*d)), lut16(scalar::KVALUES_IQ4NL), o);
+    }
+
+    /// IQ4_XS: v = (d * (s - 32)) * kvalue, as scalar::iq4_xs.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn iq4_xs(b: &[u8; 136], o: &mut [f32; 256]) {
+        let d = f16_to_f32(u16::from_le_bytes([b[0], b[1]]));
+        let sh = u16::from_le_bytes([b[2], b[3]]);
+        let (qs, _) = b[8..].as_chunks::<16>();
+        let (runs, _) = o.as_chunks_mut::<32>();
+        let table = lut16(scalar::KVALUES_IQ4NL);
+        for (ib, (q, o)) in qs.iter().zip(runs).enumerate() {
+            let lo = (b[4 + ib / 2] >> (4 * (ib % 2))) & 0xf;
+            let hi = ((sh >> (2 * ib)) & 3) as u8;
+            nibble_run(q, d * (i32::from(lo | (hi << 4)) - 32) as f32, table, o);
+        }
+    }
+
+    /// MXFP4: v = d * kvalue, as scalar::mxfp4.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn mxfp4(b: &[u8; 17], o: &mut [f32; 32]) {
+        let (e, q) = b.split_first().unwrap_or_else(|| unreachable!());
+        let q: &[u8; 16] = q.try_into().unwrap_or_else(|_| unreachable!());
+        nibble_run(q, scalar::e8m0_half(*e), lut16(scalar::KVALUES_FP4), o);
+    }
+
+    /// NVFP4: v = d[sub-block] * kvalue, as scalar::nvfp4.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn nvfp4(b: &[u8; 36], o: &mut [f32; 64]) {
+        let table = lut16(scalar::KVALUES_FP4);
+        let (scales, q) = b.split_first_chunk::<4>().unwrap_or_else(|| unreachable!());
+        let (q, _) = q.as_chunks::<16>();
+        let (runs, _) = o.as_chunks_mut::<16>();
+        // Two sub-blocks (8 bytes each) per 16-byte load.
+        for (k, q) in q.iter().enumerate() {
+            let (lo, hi) = nibbles(q);
+            for s in 0..2 {
+                // Sub-block 2k + s's values 0–7 are its bytes' low nibbles, 8–15 the high.
+                let n = if s == 0 {
+                    vcombine_u8(vget_low_u8(lo), vget_low_u8(hi))
+                } else {
+                    vcombine_u8(vget_high_u8(lo), vget_high_u8(hi))
+                };
+                let d = vdupq_n_f32(scalar::ue4m3_half(scales[2 * k + s]));
+                scaled16(&mut runs[2 * k + s], vqtbl1q_s8(table, n), d);
+            }
+        }
+    }
+
+    /// TQ2_0: v = d * (q - 1), as scalar::tq2_0.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn tq2_0(b: &[u8; 66], o: &mut [f32; 256]) {
+        let d = vdupq_n_f32(f16_to_f32(u16::from_le_bytes([b[64], b[65]])));
+        let p = pieces(b);
+        let runs = sixteens(o);
+        let one = vdupq_n_s8(1);
+        for h in 0..2 {
+            for s in 0..4 {
+                for k in 0..2 {
+                    // Values 128h + 32s + 16k + i: bits 2s.. of byte 32h + 16k + i.
+                    let q = vreinterpretq_s8_u8(crumbs(load16(&p[2 * h + k]), s));
+                    scaled16(&mut runs[8 * h + 2 * s + k], vsubq_s8(q, one), d);
+                }
+            }
+        }
+    }
+
+    /// 8 values `dl * (grid + delta)` of one IQ1 grid row (eight signed bytes), in the scalar
+    /// kernels' order.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn iq1_row(row: u64, dl: float32x4_t, delta: float32x4_t, o: &mut [f32; 8]) {
+        let g = vmovl_s8(vcreate_s8(row));
+        let g = [vmovl_s16(vget_low_s16(g)), vmovl_s16(vget_high_s16(g))];
+        let (o, _) = o.as_chunks_mut::<4>();
+        for (o, g) in o.iter_mut().zip(g) {
+            store4(o, vmulq_f32(dl, vaddq_f32(vcvtq_f32_s32(g), delta)));
+        }
+    }
+
+    /// IQ1_S: v = d * (2s + 1) * (grid + delta), as scalar::iq1_s.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn iq1_s(b: &[u8; 50], o: &mut [f32; 256]) {
+        let d = f16_to_f32(u16::from_le_bytes([b[0], b[1]]));
+        let (rows, _) = o.as_chunks_mut::<8>();
+        for (ib, rows) in rows.chunks_exact_mut(4).enumerate() {
+            let qh = u16::from_le_bytes([b[34 + 2 * ib], b[35 + 2 * ib]]);
+            let dl = vdupq_n_f32(d * f32::from(2 * ((qh >> 12) & 7) + 1));
+            let delta = vdupq_n_f32(if qh & 0x8000 == 0 { 0.125 } else { -0.125 });
+            for (l, o) in rows.iter_mut().enumerate() {
+                let idx = usize::from(b[2 + ib * 4 + l]) | (usize::from((qh >> (3 * l)) & 7) << 8);
+                iq1_row(IQ1S_GRID[idx], dl, delta, o);
+            }
+        }
+    }
+
+    /// IQ1_M: v = d * (2s + 1) * (grid + delta), as scalar::iq1_m.
+    #[target_feature(enable = "neon")]
+    #[inline]
+    fn iq1_m(b: &[u8; 56], o: &mut [f32; 256]) {
+        let s = [48, 50, 52, 54].map(|i| u16::from_le_bytes([b[i], b[i + 1]]));
+        let d = f16_to_f32(
+            ((s[0] & 0xf000) >> 12)
+                | ((s[1] & 0xf000) >> 8)
+                | ((s[2] & 0xf000) >> 4)
+                | (s[3] & 0xf000),
+        );
+        let (pairs, _) = o.as_chunks_mut::<16>();
+        // Rows 2p and 2p + 1 share a scale and the two nibbles of byte 32 + p.
+        for (p, o) in pairs.iter_mut().enumerate() {
+            let sc = (s[p / 4] >> (3 * (p % 4))) & 7;
+            let dl = vdupq_n_f32(d * f32::from(2 * sc + 1));
+            let (rows, _) = o.as_chunks_mut::<8>();
+            for (k, o) in rows.iter_mut().enumerate() {
+                let g = 2 * p + k;
+                let qh = b[32 + p] >> (4 * k);
+                let idx = usize::from(b[g]) | (usize::from(qh & 7) << 8);
+                let delta = vdupq_n_f32(if qh & 8 == 0 { 0.125 } else { -0.125 });
+                iq1_row(IQ1S_GRID[idx], dl, delta, o);
+            }
         }
     }
 
