@@ -1,10 +1,12 @@
 //! Run-time selected SIMD kernels: the crate's only `unsafe`.
 //!
 //! On x86_64 with AVX2 and F16C, every type runs through kernels compiled for those features:
-//! hand-written intrinsics for the element-wise and 32-value types (F16, BF16, Q4_0, Q4_1,
-//! Q5_0, Q5_1, Q8_0), and for the others the portable block kernels of [`crate::scalar`]
-//! instantiated inside a `#[target_feature(enable = "avx2,f16c")]` function (LLVM vectorizes
-//! them with 256-bit registers). On aarch64 with NEON, hand-written NEON kernels for F16, BF16,
+//! hand-written intrinsics for F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K,
+//! Q6_K, TQ1_0, TQ2_0, IQ1_S, IQ1_M, IQ4_NL, IQ4_XS, MXFP4 and NVFP4 (the memory-bound ones
+//! with non-temporal stores for outputs past the last-level cache), and for the others the
+//! portable block kernels of [`crate::scalar`] instantiated inside a
+//! `#[target_feature(enable = "avx2,f16c")]` function (LLVM vectorizes them with 256-bit
+//! registers). On aarch64 with NEON, hand-written NEON kernels for F16, BF16,
 //! Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q6_K, TQ2_0, IQ1_S, IQ1_M, IQ4_NL, IQ4_XS,
 //! MXFP4 and NVFP4; the other types' portable kernels already compile to NEON code (a
 //! baseline feature there). The only `unsafe` is calling the dispatchers after the run-time
