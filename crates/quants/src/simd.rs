@@ -298,7 +298,7 @@ mod x86 {
         v
     }
 
-    /// A block's f16 scale `d`, as `scalar::f16_to_f32` converts it, in every lane.
+    /// A block's f16 scale `d` in every lane (converted as [`scale_pair`] says).
     #[target_feature(enable = "avx2,f16c")]
     #[inline]
     fn scale(d: &[u8; 2]) -> __m256 {
