@@ -45,9 +45,26 @@ pub(crate) fn dequantize(ty: GgmlType, src: &[u8], dst: &mut [f32], stream: bool
     false
 }
 
+/// The 16 runs of 16 values of a 256-value block (each run shares a scale in the K types),
+/// for both kernel sets.
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri)))]
+#[inline(always)]
+fn sixteens(o: &mut [f32; 256]) -> &mut [[f32; 16]; 16] {
+    o.as_chunks_mut::<16>().0.try_into().unwrap_or_else(|_| unreachable!())
+}
+
+/// The 16-byte pieces of a block (the last, partial piece left out), for both kernel sets.
+#[cfg(all(any(target_arch = "x86_64", target_arch = "aarch64"), not(miri)))]
+#[inline(always)]
+fn pieces<const B: usize>(b: &[u8; B]) -> &[[u8; 16]] {
+    b.as_chunks::<16>().0
+}
+
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 mod x86 {
     use std::arch::x86_64::*;
+
+    use super::{pieces, sixteens};
 
     use sipllm_gguf::GgmlType;
 
@@ -384,19 +401,6 @@ mod x86 {
         for (o, q) in eights(o).iter_mut().zip(q) {
             store8(o, _mm256_mul_ps(_mm256_cvtepi32_ps(q), d));
         }
-    }
-
-    /// The 16 runs of 16 values of a 256-value block (each run shares a scale in Q2_K and
-    /// Q6_K).
-    #[inline(always)]
-    fn sixteens(o: &mut [f32; 256]) -> &mut [[f32; 16]; 16] {
-        o.as_chunks_mut::<16>().0.try_into().unwrap_or_else(|_| unreachable!())
-    }
-
-    /// The 16-byte pieces of a block (the last, partial piece left out).
-    #[inline(always)]
-    fn pieces<const B: usize>(b: &[u8; B]) -> &[[u8; 16]] {
-        b.as_chunks::<16>().0
     }
 
     /// `d * q - m` for 16 values `q` (8 per vector), in the scalar kernels' order.
@@ -781,6 +785,8 @@ mod x86 {
 mod arm {
     use std::arch::aarch64::*;
 
+    use super::{pieces, sixteens};
+
     use sipllm_gguf::GgmlType;
 
     use crate::scalar::{self, blocks, f16_to_f32, nan_first};
@@ -981,23 +987,10 @@ mod arm {
         (half(b0, b1), half(b2, b3))
     }
 
-    /// The 16 runs of 16 values of a 256-value block (each run shares a scale in the K
-    /// types).
-    #[inline(always)]
-    fn sixteens(o: &mut [f32; 256]) -> &mut [[f32; 16]; 16] {
-        o.as_chunks_mut::<16>().0.try_into().unwrap_or_else(|_| unreachable!())
-    }
-
     /// The 4 runs of 4 values of a 16-value run.
     #[inline(always)]
     fn fours16(o: &mut [f32; 16]) -> &mut [[f32; 4]; 4] {
         o.as_chunks_mut::<4>().0.try_into().unwrap_or_else(|_| unreachable!())
-    }
-
-    /// The 16-byte pieces of a block (the last, partial piece left out).
-    #[inline(always)]
-    fn pieces<const B: usize>(b: &[u8; B]) -> &[[u8; 16]] {
-        b.as_chunks::<16>().0
     }
 
     /// `d * q - m` for 16 values `q`, in the scalar kernels' order (no fused multiply-add).
