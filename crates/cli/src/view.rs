@@ -10,7 +10,7 @@ use sipllm_gguf::{GgmlType, MetaValue, ValueType, value::ArrayView};
 use sipllm_llmw::{Numbers, StrArray};
 
 use sipllm_gguf::Gguf;
-use sipllm_streaming::config::{ConfigError, ModelConfig};
+use sipllm_model::config::{ConfigError, ModelConfig};
 use sipllm_streaming::{HeaderBytes, Meta, SplitFile};
 
 use crate::open::{Format, Opened};

@@ -18,18 +18,17 @@
 //!   weight source.
 //! * [`lock`] is the advisory-lock protocol between readers (shared, taken by every
 //!   [`FileBacking::open`]) and the in-place header writer (exclusive).
-//! * [`config::ModelConfig`] reads the well-known hyperparameters (architecture-prefixed
-//!   keys, per-layer values normalised, llama.cpp's quantization label) through the seam.
 //! * [`ReadAt`] is a positional byte source (offsets, no seek): [`FileBacking`] (pread by
 //!   default, mmap opt-in, `fadvise`/`madvise` readahead) and [`MemSource`].
-//! * [`diff`] compares two models (metadata typed, tensor table, tensor data by hash) into
-//!   a typed report, as `sipllm diff` prints it.
 //! * [`OwnedStrs`] keeps a vocabulary view in one struct with the source it borrows from
 //!   (O(1) lookups, no copy), the answer to the self-referential struct an engine reaches for.
 //! * [`StreamError`] keeps either parser's error intact and adds I/O context (path, offset,
 //!   missing bytes, the magic found); [`TensorError`], [`MetaError`] and [`SplitSetError`]
 //!   say what a request or a split set got wrong. Every variant has a stable code and a
 //!   `&'static str` help ([`Kind`], the trait the parsers' findings implement).
+//!
+//! What llama.cpp makes of a model — its hyperparameters (`ModelConfig`), `diff` and the
+//! analyses after them — is the model crate's (`sipllm-model`); this crate only reads.
 //!
 //! Writing — atomic files, the GGUF file builder, split and merge, the in-place header
 //! rewrite, toy models, edits and conversion — is the write-side crate's (`sipllm-edit`). This
@@ -97,8 +96,6 @@
 
 mod backing;
 mod bounds;
-pub mod config;
-pub mod diff;
 mod error;
 #[cfg(feature = "file")]
 mod file;

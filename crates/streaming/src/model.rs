@@ -115,8 +115,10 @@ impl fmt::Display for Format {
 ///
 /// `impl WeightSource for Model` delegates to the variant, so a `Model` can be used directly;
 /// [`open_model`] boxes one.
+///
+/// Exhaustive on purpose: the analyses over it (`sipllm-model`'s `diff`, the CLI's views)
+/// match every format, so a new format must fail to compile there, not fall into a `_` arm.
 #[derive(Debug)]
-#[non_exhaustive]
 pub enum Model {
     /// A GGUF file.
     Gguf(GgufFile),

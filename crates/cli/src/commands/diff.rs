@@ -1,5 +1,5 @@
 //! `sipllm diff A B [--format json] [--metadata-only]` and `sipllm diff --diffable A`: the
-//! rendering of [`sipllm_streaming::diff`]'s report, and the stable text dump.
+//! rendering of [`sipllm_model::diff`]'s report, and the stable text dump.
 //!
 //! Exit codes: 0 equal, 1 different, 2 when either file cannot be opened or read (an invalid
 //! file included: a diff has no verdict on a file it cannot read).
@@ -8,7 +8,7 @@ use std::io::{self, BufWriter, Write};
 
 use serde_json::{Value as Json, json};
 use sipllm_gguf::{Gguf, MetaValue};
-use sipllm_streaming::diff::{
+use sipllm_model::diff::{
     Detail, DiffOptions, MetaChange, ModelDiff, Shown, TensorChange, TensorSummary, ValueSummary,
     diff_headers, diff_models, tensor_hashes, value_type_name as short,
 };

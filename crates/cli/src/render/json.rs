@@ -12,7 +12,7 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
 use sha2::{Digest, Sha256};
-use sipllm_streaming::config::{ConfigError, ModelConfig, PerLayer, SlidingWindowPattern};
+use sipllm_model::config::{ConfigError, ModelConfig, PerLayer, SlidingWindowPattern};
 
 use crate::render::escape::is_unsafe_char;
 use crate::view::{Arr, Entry, SetFile, TensorRow, Val, View, WarningRow, weights};

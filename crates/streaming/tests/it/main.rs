@@ -7,9 +7,7 @@
 mod common;
 
 mod bounds;
-mod config;
 mod contract;
-mod diff;
 mod hostile;
 mod llmw_file;
 mod meta;

@@ -2,7 +2,7 @@
 
 use sipllm_edit::toy;
 use sipllm_gguf::{GgmlType, ValueType};
-use sipllm_streaming::diff::{
+use sipllm_model::diff::{
     Detail, DiffOptions, MetaChange, Shown, TensorChange, diff_headers, diff_models, tensor_hashes,
 };
 use sipllm_streaming::{MemSource, Model, OpenOptions};

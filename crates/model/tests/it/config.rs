@@ -8,7 +8,7 @@ use crate::common::shared_dir;
 use serde_json::Value as Json;
 use sipllm_edit::toy;
 use sipllm_gguf::{GgmlType, Profile, ValueType};
-use sipllm_streaming::config::{ConfigError, ModelConfig, PerLayer, SlidingWindowPattern};
+use sipllm_model::config::{ConfigError, ModelConfig, PerLayer, SlidingWindowPattern};
 use sipllm_streaming::{MemSource, Model, OpenOptions};
 use sipllm_testkit::{GgufBuilder, Value};
 

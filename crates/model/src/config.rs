@@ -19,7 +19,8 @@
 //! ```
 //! use sipllm_gguf::ValueType;
 //! use sipllm_testkit::{GgufBuilder, Value};
-//! use sipllm_streaming::{MemSource, Model, OpenOptions, config::ModelConfig};
+//! use sipllm_streaming::{MemSource, Model, OpenOptions};
+//! use sipllm_model::config::ModelConfig;
 //!
 //! let bytes = GgufBuilder::new()
 //!     .kv("general.architecture", Value::str("gemma4"))
@@ -46,8 +47,8 @@ use std::fmt;
 use sipllm_gguf::ftype::Quantization;
 use sipllm_gguf::{GgmlType, MetaValue};
 
-use crate::meta::Meta;
-use crate::source::WeightSource;
+use sipllm_streaming::Meta;
+use sipllm_streaming::WeightSource;
 
 /// The architectures llama.cpp's loader knows (`LLM_ARCH_NAMES`): for these the keys every
 /// model must have are required.

@@ -19,13 +19,13 @@
 //!    type and shape in both is hashed (XXH3-128) and the hashes compared. Each model is read
 //!    once, sequentially in its own file order, both at the same time on two threads.
 //!
-//! A split set is one model ([`SplitFile`](crate::SplitFile)): its metadata is its first
+//! A split set is one model ([`SplitFile`](sipllm_streaming::SplitFile)): its metadata is its first
 //! shard's, so against the merged file only the `split.*` keys differ.
 //!
 //! ```
 //! use sipllm_gguf::GgmlType;
 //! use sipllm_testkit::{GgufBuilder, Value};
-//! use sipllm_streaming::diff::{DiffOptions, MetaChange, diff_models};
+//! use sipllm_model::diff::{DiffOptions, MetaChange, diff_models};
 //! use sipllm_streaming::{MemSource, Model, OpenOptions};
 //!
 //! let file = |name: &str| {
@@ -50,10 +50,10 @@ use std::collections::HashMap;
 use sipllm_gguf::{GgmlType, MetaValue, ValueType, value::ArrayView, value::MetaStr};
 use smallvec::SmallVec;
 
-use crate::error::StreamError;
-use crate::meta::Meta;
-use crate::model::Model;
-use crate::source::{TensorInfo, WeightSource};
+use sipllm_streaming::Meta;
+use sipllm_streaming::Model;
+use sipllm_streaming::StreamError;
+use sipllm_streaming::{TensorInfo, WeightSource};
 
 /// What to compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,7 +297,7 @@ fn diff_file(a: &Model, b: &Model) -> Vec<FileChange> {
 
 /// Version, and for GGUF the byte order.
 fn framing(m: &Model) -> (u32, Option<&'static str>) {
-    let endian = |g: &sipllm_gguf::Gguf<crate::HeaderBytes>| match g.endian() {
+    let endian = |g: &sipllm_gguf::Gguf<sipllm_streaming::HeaderBytes>| match g.endian() {
         sipllm_gguf::Endian::Little => "little",
         sipllm_gguf::Endian::Big => "big",
     };
@@ -320,12 +320,12 @@ struct Entry<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ty {
     Gguf(ValueType, Option<ValueType>),
-    Llmw(crate::meta::MetaKind),
+    Llmw(sipllm_streaming::MetaKind),
 }
 
 impl Ty {
     fn name(self) -> String {
-        use crate::meta::MetaKind as K;
+        use sipllm_streaming::MetaKind as K;
         match self {
             Ty::Gguf(ValueType::Array, Some(e)) => format!("[{}]", value_type_name(e)),
             Ty::Gguf(t, _) => value_type_name(t).to_owned(),
@@ -364,7 +364,7 @@ pub fn value_type_name(t: ValueType) -> &'static str {
     }
 }
 
-fn gguf_entries(g: &sipllm_gguf::Gguf<crate::HeaderBytes>) -> Vec<Entry<'_>> {
+fn gguf_entries(g: &sipllm_gguf::Gguf<sipllm_streaming::HeaderBytes>) -> Vec<Entry<'_>> {
     g.metadata()
         .map(|e| Entry {
             key: e.key.as_bytes(),

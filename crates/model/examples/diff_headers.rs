@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use sipllm_streaming::diff::{DiffOptions, diff_headers};
+use sipllm_model::diff::{DiffOptions, diff_headers};
 use sipllm_streaming::{Model, OpenOptions};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -1,0 +1,8 @@
+//! The integration tests of `sipllm-model`: one binary, a module per concept.
+
+mod common {
+    pub(crate) use sipllm_testkit::corpus::shared_dir;
+}
+
+mod config;
+mod diff;
