@@ -46,6 +46,14 @@ pub trait HeaderDecoder {
     /// The truncation error for input that ended at `buf.len()` while more was needed.
     fn end_of_input(&self, buf: &[u8]) -> Self::Error;
 
+    /// The truncation error [`end_of_input`](HeaderDecoder::end_of_input) would give had `buf`
+    /// been extended with the input's bytes up to its end at `at` and the current item still
+    /// lacked `needed` bytes, computed without those bytes: a reader that knows the input's
+    /// size judges an item that can never fit at once, instead of buffering the rest of the
+    /// input first. `None` when only reading the bytes in between gives that error (the
+    /// parser would judge them on the way).
+    fn end_of_input_at(&self, buf: &[u8], at: u64, needed: u64) -> Option<Self::Error>;
+
     /// The decoded directory; only after the done event.
     fn finish(self) -> Result<Self::Directory, Self::Error>;
 }

@@ -147,6 +147,10 @@ impl HeaderDecoder for Decoder {
         Decoder::end_of_input(self, buf)
     }
 
+    fn end_of_input_at(&self, buf: &[u8], at: u64, needed: u64) -> Option<Error> {
+        Decoder::end_of_input_at(self, buf, at, needed)
+    }
+
     fn finish(self) -> Result<Directory, Error> {
         Decoder::finish(self)
     }

@@ -170,6 +170,10 @@ impl HeaderDecoder for Decoder {
         Decoder::end_of_input(self, buf)
     }
 
+    fn end_of_input_at(&self, buf: &[u8], at: u64, needed: u64) -> Option<Error> {
+        Some(Decoder::end_of_input_at(self, buf, at, needed))
+    }
+
     fn finish(self) -> Result<Directory, Error> {
         Decoder::finish(self)
     }
@@ -280,6 +284,16 @@ impl Decoder {
             }
         };
         Error::new(ErrorKind::UnexpectedEof { needed }, buf.len() as u64, 0, path)
+    }
+
+    /// The truncation error [`end_of_input`](Self::end_of_input) would give had `buf` been
+    /// extended with the input's bytes up to its end at `at` and the item still lacked
+    /// `needed` bytes, computed without those bytes. Every pending `.llmw` item asks for
+    /// exactly its own missing bytes (a string array, for its current element), so a read to
+    /// `at` would stop where this one stands: the same path, at `at`.
+    pub fn end_of_input_at(&self, buf: &[u8], at: u64, needed: u64) -> Error {
+        let path = self.end_of_input(buf).path().clone();
+        Error::new(ErrorKind::UnexpectedEof { needed }, at, 0, path)
     }
 
     /// The decoded directory. Only after [`Event::Done`].

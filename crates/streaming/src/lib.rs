@@ -8,7 +8,8 @@
 //!   format from the first 4 bytes (never the name); [`Model`] is the same with the format's
 //!   details reachable, [`open_model_from`] / [`Model::from_source`] the same over any
 //!   [`ReadAt`].
-//! * [`GgufFile`] implements the seam for GGUF and [`LlmwFile`] for `.llmw`: [`read_header`]
+//! * [`GgufFile`] implements the seam for GGUF and [`LlmwFile`] for `.llmw`, both one generic
+//!   opener ([`HeaderFile`] over each format's [`Container`]): [`read_header`]
 //!   and [`read_llmw_header`] drive each parser's chunk-fed decoder through one shared
 //!   refilling window (one read per 64 KiB, never one per field, never the whole file), and
 //!   every tensor is checked to lie inside the file at open.
@@ -101,6 +102,7 @@ mod error;
 mod file;
 mod gguf_file;
 mod header_bytes;
+mod header_file;
 #[cfg(feature = "file")]
 mod input;
 mod llmw_file;
@@ -125,6 +127,7 @@ pub use error::{FileKind, Located, MetaError, SplitSetError, StreamError, Tensor
 pub use file::FileBacking;
 pub use gguf_file::{GgufFile, read_header};
 pub use header_bytes::HeaderBytes;
+pub use header_file::{Container, HeaderFile};
 #[cfg(feature = "file")]
 pub use input::{open_input, open_regular};
 pub use llmw_file::{LlmwFile, read_llmw_header};

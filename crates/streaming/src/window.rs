@@ -1,13 +1,15 @@
 //! The refilling window: one driver loop that reads a header through any chunk-fed decoder.
 //!
-//! The GGUF and `.llmw` decoders share one contract (`decode(&buf)` over every byte received
-//! from offset 0, `NeedMore { needed }`, `end_of_input(&buf)`, `finish()`), so one loop serves
-//! both: [`fill`] appends one positional read of `max(window, needed)` bytes, clamped to the
-//! end of the source, each time the decoder asks for more, and stops when it is done. Each
-//! format implements the small [`ChunkDecoder`] adapter; everything about buffering — growth,
-//! clamping, the truncation error, the read accounting — lives here once.
+//! The GGUF and `.llmw` decoders share one contract ([`HeaderDecoder`]: `decode(&buf)` over
+//! every byte received from offset 0, an event that says how many more bytes it needs,
+//! `end_of_input`, `end_of_input_at`, `finish()`), so one loop serves both: [`fill`] appends
+//! one positional read of `max(window, needed)` bytes, clamped to the end of the source, each
+//! time the decoder asks for more, and stops when it is done. Everything about buffering —
+//! growth, clamping, the truncation error, the read accounting — lives here once.
 
 use std::path::Path;
+
+use sipllm_format::{DecoderEvent, HeaderDecoder};
 
 use crate::backing::ReadAt;
 use crate::error::StreamError;
@@ -15,89 +17,6 @@ use crate::header_bytes::{HeaderBuf, HeaderBytes};
 
 /// The initial header read size: 64 KiB.
 pub const DEFAULT_WINDOW: usize = 64 << 10;
-
-/// What one decoder step did, as the driver sees it.
-pub(crate) enum Progress {
-    /// The current item needs at least this many more bytes.
-    NeedMore(u64),
-    /// An item was parsed (or bytes consumed); call again.
-    Item,
-    /// The header, directory and padding are complete.
-    Done,
-}
-
-/// A chunk-fed header decoder with the shared contract (see the parser chapter, "The decoder
-/// contract").
-pub(crate) trait ChunkDecoder {
-    /// The parser's error.
-    type Error;
-
-    /// One `decode(buf)` call.
-    fn step(&mut self, buf: &[u8]) -> Result<Progress, Self::Error>;
-
-    /// The truncation error for input that ended at `buf.len()`.
-    fn end_of_input(&self, buf: &[u8]) -> Self::Error;
-
-    /// The truncation error [`end_of_input`](Self::end_of_input) would give had the input
-    /// been read up to its end at `at` and still lacked `needed` bytes: the same kind, offset
-    /// and path, without buffering the bytes in between. `None` when only reading those bytes
-    /// gives that error (the parser would judge them).
-    fn end_of_input_at(&self, buf: &[u8], at: u64, needed: u64) -> Option<Self::Error>;
-
-    /// Wraps the parser's error, keeping it intact.
-    fn wrap(path: Option<&Path>, err: Self::Error) -> StreamError;
-}
-
-impl ChunkDecoder for sipllm_gguf::Decoder {
-    type Error = sipllm_gguf::Error;
-
-    fn step(&mut self, buf: &[u8]) -> Result<Progress, sipllm_gguf::Error> {
-        Ok(match self.decode(buf)?.event {
-            sipllm_gguf::Event::Done => Progress::Done,
-            sipllm_gguf::Event::NeedMore { needed } => Progress::NeedMore(needed),
-            _ => Progress::Item,
-        })
-    }
-
-    fn end_of_input(&self, buf: &[u8]) -> sipllm_gguf::Error {
-        sipllm_gguf::Decoder::end_of_input(self, buf)
-    }
-
-    fn end_of_input_at(&self, buf: &[u8], at: u64, needed: u64) -> Option<sipllm_gguf::Error> {
-        sipllm_gguf::Decoder::end_of_input_at(self, buf, at, needed)
-    }
-
-    fn wrap(path: Option<&Path>, err: sipllm_gguf::Error) -> StreamError {
-        StreamError::parse(path, err)
-    }
-}
-
-impl ChunkDecoder for sipllm_llmw::Decoder {
-    type Error = sipllm_llmw::Error;
-
-    fn step(&mut self, buf: &[u8]) -> Result<Progress, sipllm_llmw::Error> {
-        Ok(match self.decode(buf)?.event {
-            sipllm_llmw::Event::Done => Progress::Done,
-            sipllm_llmw::Event::NeedMore { needed } => Progress::NeedMore(needed),
-            _ => Progress::Item,
-        })
-    }
-
-    fn end_of_input(&self, buf: &[u8]) -> sipllm_llmw::Error {
-        sipllm_llmw::Decoder::end_of_input(self, buf)
-    }
-
-    fn end_of_input_at(&self, buf: &[u8], at: u64, needed: u64) -> Option<sipllm_llmw::Error> {
-        // Every pending `.llmw` item asks for exactly its own missing bytes (a string array,
-        // for its current element), so a read to `at` would stop where this one stands.
-        let path = sipllm_llmw::Decoder::end_of_input(self, buf).path().clone();
-        Some(sipllm_llmw::Error::new(sipllm_llmw::ErrorKind::UnexpectedEof { needed }, at, 0, path))
-    }
-
-    fn wrap(path: Option<&Path>, err: sipllm_llmw::Error) -> StreamError {
-        StreamError::parse_llmw(path, err)
-    }
-}
 
 /// What reading a header cost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -119,37 +38,46 @@ pub(crate) struct Filled {
 }
 
 impl Filled {
-    /// The statistics, once the format knows where its data section starts.
-    pub(crate) fn stats(&self, data_offset: u64) -> HeaderStats {
+    /// The statistics; the data offset is the format's to fill in
+    /// ([`HeaderStats::with_data_offset`]).
+    pub(crate) fn stats(&self) -> HeaderStats {
         HeaderStats {
             reads: self.reads,
             bytes_read: self.buf.len() as u64,
-            data_offset,
+            data_offset: 0,
             capacity: self.buf.held(),
         }
+    }
+}
+
+impl HeaderStats {
+    /// These statistics with the data section's start.
+    pub(crate) fn with_data_offset(self, data_offset: u64) -> HeaderStats {
+        HeaderStats { data_offset, ..self }
     }
 }
 
 /// Drives `decoder` over `source` until it is done: every time it needs more bytes, one read of
 /// `max(window, needed)` bytes (never past the end of the source) is appended to one growing
 /// buffer. When the source ends first, the error is the decoder's own truncation error (naming
-/// the item that was cut), wrapped with `path`. The caller then calls the decoder's `finish`.
-pub(crate) fn fill<D: ChunkDecoder>(
+/// the item that was cut), wrapped by `wrap`. The caller then calls the decoder's `finish`.
+pub(crate) fn fill<D: HeaderDecoder>(
     decoder: &mut D,
     source: &dyn ReadAt,
     path: Option<&Path>,
     window: usize,
+    wrap: impl Fn(D::Error) -> StreamError,
 ) -> Result<Filled, StreamError> {
     let file_size = source.len();
     let window = window.max(1) as u64;
     let mut buf = HeaderBuf::new(file_size);
     let mut reads = 0u64;
     loop {
-        let needed = match decoder.step(buf.as_slice()).map_err(|e| D::wrap(path, e))? {
-            Progress::Done => break,
-            Progress::NeedMore(needed) => needed,
-            Progress::Item => continue,
-        };
+        let event = decoder.decode(buf.as_slice()).map_err(&wrap)?.event;
+        if event.is_done() {
+            break;
+        }
+        let Some(needed) = event.needed() else { continue };
         let have = buf.len() as u64;
         // The item needs at least `needed` more bytes: when the source cannot have them, it
         // can never complete, so it is judged now — with the very error a read to the end
@@ -160,11 +88,11 @@ pub(crate) fn fill<D: ChunkDecoder>(
             && want > file_size
             && let Some(e) = decoder.end_of_input_at(buf.as_slice(), file_size, want - file_size)
         {
-            return Err(D::wrap(path, e));
+            return Err(wrap(e));
         }
         let end = have.saturating_add(needed.max(window)).min(file_size);
         if end <= have {
-            return Err(D::wrap(path, decoder.end_of_input(buf.as_slice())));
+            return Err(wrap(decoder.end_of_input(buf.as_slice())));
         }
         let add = end - have;
         let too_large = || StreamError::TooLarge { what: "header buffer".into(), bytes: end };
