@@ -38,8 +38,8 @@ use sipllm_streaming::{
 
 use crate::edit::{CheckError, Planned, check_tensors};
 use crate::error::WriteError;
-use crate::keys;
 use crate::write::{AtomicFile, GgufFileBuilder, TensorData, write_llmw_into};
+use sipllm_model::keys;
 
 /// How to convert.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

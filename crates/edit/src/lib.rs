@@ -12,8 +12,8 @@
 //! * [`edit`]: metadata edits and tensor renames planned on a parsed header, written out of
 //!   place or fitted in place, and checked after the write. Every bad argument is reported at
 //!   once.
-//! * [`convert`]: GGUF ↔ `.llmw`, checked after the write; [`keys`]: the types llama.cpp
-//!   reads well-known keys as (the `.llmw` → GGUF type choice, an edit's type notes).
+//! * [`convert`]: GGUF ↔ `.llmw`, checked after the write, with the types llama.cpp
+//!   reads well-known keys as (`sipllm_model::keys`) for `.llmw` values.
 //! * [`identity`]: whether two paths are one file (every writer refuses an output that is its
 //!   input); [`input`]: bounded reads of auxiliary inputs (`--set-file`).
 //! * [`toy`]: a tiny llama-shaped model from a seed, written identically as GGUF and `.llmw`.
@@ -62,7 +62,6 @@ mod error;
 pub mod identity;
 pub mod in_place;
 pub mod input;
-pub mod keys;
 pub mod split;
 pub mod toy;
 pub mod write;

@@ -18,8 +18,6 @@
 //! * **Errors that say where, what and how to fix it**: an absolute offset, a logical path
 //!   such as `metadata[12] "tokenizer.ggml.tokens"[5031]`, a stable code such as
 //!   `gguf::metadata::duplicate_key`, and a help text.
-//! * **Names users know**: [`ftype`] maps `general.file_type` to llama.cpp's quantization
-//!   labels (`15` is `Q4_K_M`), or guesses one from the tensor types.
 //!
 //! The root holds the everyday names; the modules hold the rest: [`ast`] (the records behind
 //! [`Gguf`]), [`value`] (string and array views, typed iterators), [`ggml`] (the type table and
@@ -108,7 +106,6 @@ mod array;
 pub mod ast;
 pub mod decoder;
 pub mod error;
-pub mod ftype;
 pub mod ggml;
 mod grammar;
 mod header;

@@ -44,7 +44,7 @@
 
 use std::fmt;
 
-use sipllm_gguf::ftype::Quantization;
+use crate::ftype::Quantization;
 use sipllm_gguf::{GgmlType, MetaValue};
 
 use sipllm_streaming::Meta;

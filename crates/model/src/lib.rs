@@ -12,3 +12,5 @@
 
 pub mod config;
 pub mod diff;
+pub mod ftype;
+pub mod keys;

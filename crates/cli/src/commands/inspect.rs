@@ -3,8 +3,8 @@
 
 use std::io::{self, BufWriter, Write};
 
-use sipllm_gguf::ftype::Quantization;
 use sipllm_model::config::{ConfigError, ModelConfig, PerLayer, SlidingWindowPattern};
+use sipllm_model::ftype::Quantization;
 
 use crate::cli::InspectArgs;
 use crate::commands::{compile_filter, keep, open_or_report, report_open_error};

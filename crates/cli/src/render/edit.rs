@@ -14,7 +14,7 @@ use sipllm_streaming::StreamError;
 
 use crate::render::escape::{self, Style};
 use crate::render::value::group;
-use sipllm_edit::keys;
+use sipllm_model::keys;
 
 /// `"text"`, escaped.
 pub fn quoted(s: &str) -> String {

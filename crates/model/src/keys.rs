@@ -3,7 +3,7 @@
 //! llama.cpp's key reader is type-strict: a `UINT64` `llama.context_length` fails to load
 //! ("key … has wrong type"), though the value is fine. Two writers use this table:
 //!
-//! * [`convert`](crate::convert) (`.llmw` → GGUF), to choose a GGUF type for `.llmw`'s `i64` and `f64`
+//! * the write side's `convert` (`.llmw` → GGUF), to choose a GGUF type for `.llmw`'s `i64` and `f64`
 //!   values: a listed key gets its llama.cpp type when the value fits it exactly, so a model
 //!   that went GGUF → `.llmw` → GGUF comes back with the types it had, and loads;
 //! * an edit, to note when a set gives a listed key another type (the CLI shows the note).

@@ -8,7 +8,7 @@
 //! and say so; codes it never used are [`Quantization::Declared`] with no row, shown raw.
 //!
 //! ```
-//! use sipllm_gguf::ftype::{self, Quantization};
+//! use sipllm_model::ftype::{self, Quantization};
 //! use sipllm_gguf::GgmlType;
 //!
 //! assert_eq!(ftype::lookup(15).map(|r| r.name), Some("Q4_K_M"));
@@ -21,7 +21,7 @@
 
 use std::fmt;
 
-use crate::GgmlType;
+use sipllm_gguf::GgmlType;
 
 /// One row of llama.cpp's `llama_ftype` table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
