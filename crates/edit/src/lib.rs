@@ -59,10 +59,12 @@
 pub mod convert;
 pub mod edit;
 mod error;
+mod half;
 pub mod identity;
 pub mod in_place;
 pub mod input;
 pub mod keys;
+pub mod safetensors;
 pub mod split;
 pub mod toy;
 pub mod write;
