@@ -68,7 +68,7 @@ pub fn run(args: &ConvertArgs, ctx: &Ctx) -> io::Result<Exit> {
         Err(SafetensorsError::Read(e)) => return Ok(report_open_error(&args.input, &e, ctx)),
         Err(e) => {
             return Ok(usage_error(&format!(
-                "{}: {}; {out_name} was not changed ({}: {})",
+                "{}: {}; {out_name} was not changed [{}]\n  help: {}",
                 escape::str(opened.name()),
                 escape::message(&e.to_string()),
                 e.code(),
@@ -88,12 +88,14 @@ pub fn run(args: &ConvertArgs, ctx: &Ctx) -> io::Result<Exit> {
     )?;
     writeln!(
         o,
-        "  {} tensors copied as stored, {} as values; {} metadata keys as strings ({} left \
-         out: arrays, split keys)",
+        "  {} tensors copied as stored, {} through their values",
         done.copied,
-        done.tensors - done.copied,
-        done.keys,
-        done.keys_left_out
+        done.tensors - done.copied
+    )?;
+    writeln!(
+        o,
+        "  {} metadata keys as strings, {} left out (arrays, split keys)",
+        done.keys, done.keys_left_out
     )?;
     if let Some((path, model_type)) = &done.config {
         writeln!(
