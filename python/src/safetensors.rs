@@ -48,8 +48,10 @@ pub(crate) fn to_safetensors(
     };
     let inner = &*model.inner;
     let options = ExportOptions { dtype, names };
-    let done = py.detach(|| export(inner, Path::new(path), &options, &mut |_| {}));
-    match done {
+    // Boxed: the error is large, and only the rare failure pays for it.
+    let done =
+        py.detach(|| export(inner, Path::new(path), &options, &mut |_| {}).map_err(Box::new));
+    match done.map_err(|e| *e) {
         Ok(d) => {
             Ok((d.tensors, d.file_bytes, d.copied, d.config.map(|(p, _)| p.display().to_string())))
         }

@@ -676,7 +676,7 @@ fn header_json(
     }
     let mut text = Value::Object(root).to_string();
     // Spaces after the JSON (as the safetensors writer pads): the data starts 8-aligned.
-    while (8 + text.len()) % 8 != 0 {
+    while !(8 + text.len()).is_multiple_of(8) {
         text.push(' ');
     }
     if text.len() > MAX_HEADER {

@@ -217,7 +217,7 @@ pub(crate) fn plan(source: &dyn WeightSource) -> Result<HfPlan, HfError> {
         if permuted && (q || k) {
             let h = if q { heads } else { kv_heads };
             let rows = t.shape.first().copied().unwrap_or(0);
-            if h == 0 || rows % h != 0 || (rows / h) % 2 != 0 {
+            if h == 0 || !rows.is_multiple_of(h) || !(rows / h).is_multiple_of(2) {
                 return Err(HfError::Heads { tensor: t.name.clone(), rows, heads: h });
             }
             transform = Transform::Unpermute { heads: h };
