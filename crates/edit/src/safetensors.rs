@@ -343,6 +343,18 @@ pub fn export(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Exported, SafetensorsError> {
     let source = model.as_weight_source();
+    // Never over a file of the model itself (it would be replaced by the export).
+    let inputs: Vec<&Path> = match model {
+        Model::Split(set) => set.paths().flatten().collect(),
+        m => m.path().into_iter().collect(),
+    };
+    for input in inputs {
+        crate::identity::refuse_output_is_input(input, out, "the output")?;
+        if options.names == Names::Hf {
+            let config = out.with_file_name("config.json");
+            crate::identity::refuse_output_is_input(input, &config, "config.json")?;
+        }
+    }
     let le = little_endian(model);
     let mapping = match options.names {
         Names::Gguf => None,
