@@ -18,7 +18,7 @@
 //! default, its GGUF name; [`Names::Hf`] gives transformers' names instead ([`hf`]).
 //!
 //! **Values** ([`Dtype`]). `F32`: the values of
-//! [`WeightSource::read_f32_at`](sipllm_streaming::WeightSource::read_f32_at), i.e. gguf-py's
+//! [`WeightSource::read_f32_at`], i.e. gguf-py's
 //! dequantization bit for bit. `F16`/`BF16`: those exact `f32` values rounded once, to
 //! nearest, ties to even (overflow to ±∞, NaN kept a NaN). `Keep`: F32/F16/BF16 tensors as
 //! stored (and I8…I64/F64 too, which safetensors has), every other type dequantized to F32. A

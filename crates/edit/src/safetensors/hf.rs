@@ -1,4 +1,4 @@
-//! transformers' parameter names for a GGUF model ([`plan`]), the values changes that undo
+//! transformers' parameter names for a GGUF model (`plan`), the value changes that undo
 //! what llama.cpp's converter did to them, and the `config.json` transformers needs beside
 //! the weights.
 //!
