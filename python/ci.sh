@@ -14,7 +14,7 @@ if [ ! -x "$venv/bin/python" ] && ! "$py" -m venv "$venv" 2>/dev/null; then
 fi
 vpy="$venv/bin/python"
 "$vpy" -m pip install -q --upgrade pip
-"$vpy" -m pip install -q maturin numpy pytest "gguf==0.19.0"
+"$vpy" -m pip install -q maturin numpy pytest "gguf==0.19.0" safetensors
 
 # The extension crate's own format and lint checks (it is outside the root workspace).
 export PYO3_PYTHON="$PWD/$vpy"

@@ -119,3 +119,9 @@ def row_values(code: int, row_bytes: int) -> int:
 def supported_types() -> list[tuple[int, str, int, int]]:
     """(code, name, block size, type size) of every type with values."""
 def validate(path: str, profile: str = "strict") -> list[FindingRow]: ...
+def to_safetensors(
+    model: Model, path: str, dtype: str = "f32", names: str = "gguf"
+) -> tuple[int, int, int, str | None]:
+    """Exports ``model`` as safetensors: (tensors, file bytes, copied as stored, config.json)."""
+def tensor_location(model: Model, name: str) -> tuple[str, int, bool] | None:
+    """(file, offset in it, big-endian) of tensor ``name``'s bytes; None for a URL."""

@@ -233,6 +233,47 @@ class Model:
         self._native.values(name, out.view(np.uint8), start, stop)
         return out
 
+    def to_safetensors(
+        self, path: str | os.PathLike[str], dtype: str = "f32", *, names: str = "gguf"
+    ) -> dict[str, Any]:
+        """Writes the model as a safetensors file at ``path``, streaming (memory stays at a
+        few chunks of about 8 MiB, whatever the model's size) and atomically (a temporary
+        beside ``path``, renamed over it when complete). ``dtype``: ``"f32"`` (gguf-py's
+        dequantization, bit for bit), ``"f16"``/``"bf16"`` (rounded to nearest even from
+        those exact values) or ``"keep"`` (F32/F16/BF16 as stored, the rest as f32).
+        ``names="hf"``: transformers' parameter names (llama, mistral, qwen2, qwen3, phi3,
+        gemma2, gemma3), Q/K un-permuted, Gemma norms less 1, and a ``config.json`` beside the
+        file. Returns ``{"tensors", "bytes", "copied", "config"}``; raises
+        :class:`~sipllm_gguf.GGUFError` (codes ``safetensors::…``) when it cannot be done."""
+        n, size, copied, config = _native.to_safetensors(
+            self._native, os.fsdecode(os.fspath(path)), dtype, names
+        )
+        return {"tensors": n, "bytes": size, "copied": copied, "config": config}
+
+    def array(self, name: str) -> np.ndarray:  # type: ignore[type-arg]
+        """Tensor ``name``'s stored elements as a read-only numpy array in its row-major
+        :attr:`Tensor.shape` that **shares memory with the file** (a ``numpy.memmap`` of its
+        bytes: no copy, pages read when touched), so ``torch.from_numpy`` takes it without a
+        copy either. F32 → ``float32``, F16 → ``float16``, F64 and the integer types as
+        themselves; **BF16 → ``uint16``** (numpy has no bfloat16): the raw bits, which
+        ``torch.from_numpy(a).view(torch.bfloat16)`` reinterprets without a copy, and
+        ``(a.astype(np.uint32) << 16).view(np.float32)`` turns into float32 values (a copy).
+        A big-endian file gives big-endian dtypes (``>f4`` …). Quantized tensors have no
+        such view: use :meth:`values`. Raises ``KeyError`` for a missing tensor, ``TypeError``
+        for a quantized one, ``ValueError`` for a model not in local files."""
+        t = self.tensor(name)
+        kind = _ARRAY_DTYPES.get(t.type_name)
+        if kind is None:
+            raise TypeError(
+                f"tensor {name!r} is {t.type_name}, which has no array view; use Model.values"
+            )
+        where = _native.tensor_location(self._native, name)
+        if where is None:
+            raise ValueError(f"{self.path} is not a local file: Model.array maps files")
+        path, offset, big = where
+        dtype = np.dtype(kind).newbyteorder(">" if big else "<")
+        return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=tuple(t.shape))
+
     def read_at(self, offset: int, length: int) -> bytes:
         """``length`` bytes at absolute ``offset`` (a part of a tensor, say; a split set's
         offsets are in one address space over its shards, as the tensors' are)."""
@@ -250,6 +291,19 @@ class Model:
 
     def __repr__(self) -> str:
         return f"<sipllm_gguf.Model {self.path!r}: {self.format} v{self.version}, {len(self.metadata)} keys, {len(self.tensors)} tensors>"
+
+
+#: numpy dtype of each stored type :meth:`Model.array` maps (BF16: its raw bits).
+_ARRAY_DTYPES = {
+    "F32": "f4",
+    "F16": "f2",
+    "BF16": "u2",
+    "F64": "f8",
+    "I8": "i1",
+    "I16": "i2",
+    "I32": "i4",
+    "I64": "i8",
+}
 
 
 def open(path: str | os.PathLike[str], profile: str = "strict") -> Model:  # noqa: A001

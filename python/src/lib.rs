@@ -8,6 +8,8 @@
 //!   of its own memory map exactly where gguf-py would, but only when they are asked for.
 //! * [`model`]: the native API (`sipllm_gguf.open`, `validate`): typed metadata, lazy string
 //!   sequences, tensors and reads through the `WeightSource` seam.
+//! * [`safetensors`]: `Model.to_safetensors` (sipllm-edit's export) and where a tensor's bytes
+//!   lie on disk, for `Model.array`'s `numpy.memmap` views.
 //! * [`values`]: tensor values (sipllm-quants): `dequantize`, the drop-in for gguf-py's
 //!   `gguf.quants.dequantize`, and `Model.values` through the seam's `read_f32_at`.
 //!
@@ -17,6 +19,7 @@
 mod errors;
 mod header;
 mod model;
+mod safetensors;
 mod strings;
 mod values;
 
@@ -38,6 +41,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(values::dequantize, m)?)?;
     m.add_function(wrap_pyfunction!(values::row_values, m)?)?;
     m.add_function(wrap_pyfunction!(values::supported_types, m)?)?;
+    m.add_function(wrap_pyfunction!(safetensors::to_safetensors, m)?)?;
+    m.add_function(wrap_pyfunction!(safetensors::tensor_location, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

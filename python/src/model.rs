@@ -34,8 +34,8 @@ fn options(profile: &str) -> PyResult<OpenOptions> {
 #[pyclass(frozen, module = "sipllm_gguf._native")]
 #[derive(Debug)]
 pub(crate) struct Model {
-    inner: Arc<sipllm_streaming::Model>,
-    path: String,
+    pub(crate) inner: Arc<sipllm_streaming::Model>,
+    pub(crate) path: String,
 }
 
 /// Opens the model at `path` (its format from the first 4 bytes), reading only its header.

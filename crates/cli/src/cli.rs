@@ -52,10 +52,12 @@ pub enum Command {
     /// is re-opened and checked before the command reports success.
     #[command(after_help = EDIT_HELP)]
     Edit(EditArgs),
-    /// Convert a model between GGUF and .llmw (the output is the other format).
+    /// Convert a model between GGUF and .llmw (the output is the other format), or export
+    /// it as safetensors (OUT ending in .safetensors, or --to safetensors).
     ///
     /// Metadata the output format cannot hold is an error listing every such key, unless
-    /// --drop-unsupported. See docs/writer.md for the type mapping.
+    /// --drop-unsupported. See docs/writer.md for the type mapping and docs/edit.md for
+    /// safetensors (dtypes, rounding, --names hf).
     Convert(ConvertArgs),
     /// Write the seeded toy model as DIR/toy.gguf and DIR/toy.llmw (the same model in both
     /// formats).
@@ -471,6 +473,54 @@ pub struct ConvertArgs {
     /// instead of refusing.
     #[arg(long)]
     pub drop_unsupported: bool,
+
+    /// The output format (default: the other of GGUF/.llmw, or safetensors when OUT ends in
+    /// .safetensors). A safetensors export also reads split sets and URLs.
+    #[arg(long, value_enum)]
+    pub to: Option<ConvertTo>,
+
+    /// safetensors: the tensors' element type (f16/bf16 round to nearest even from the
+    /// exact f32 values; keep writes F32/F16/BF16 as stored and dequantizes the rest to f32).
+    #[arg(long, value_enum, default_value_t = ExportDtype::F32)]
+    pub dtype: ExportDtype,
+
+    /// safetensors: the tensors' names: the GGUF ones, or transformers' (hf: llama,
+    /// mistral, qwen2, qwen3, phi3, gemma2, gemma3; writes config.json beside OUT).
+    #[arg(long, value_enum, default_value_t = ExportNames::Gguf)]
+    pub names: ExportNames,
+}
+
+/// `convert --to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConvertTo {
+    /// GGUF.
+    Gguf,
+    /// The engine's .llmw.
+    Llmw,
+    /// safetensors (Hugging Face).
+    Safetensors,
+}
+
+/// `convert --dtype`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportDtype {
+    /// 32-bit floats: gguf-py's dequantization, bit for bit.
+    F32,
+    /// IEEE half precision.
+    F16,
+    /// bfloat16.
+    Bf16,
+    /// F32/F16/BF16 as stored, the rest as f32.
+    Keep,
+}
+
+/// `convert --names`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportNames {
+    /// The GGUF names.
+    Gguf,
+    /// transformers' parameter names (and config.json).
+    Hf,
 }
 
 /// `sipllm make-toy`.

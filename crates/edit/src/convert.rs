@@ -10,7 +10,7 @@
 //! becomes `[1]`); data is streamed through the `.llmw` writer's buffer.
 //!
 //! **`.llmw` → GGUF**: `.llmw` cannot say which integer or float width a value had, so the
-//! well-known keys of llama.cpp ([`crate::keys`]) get the type llama.cpp reads them as when the
+//! well-known keys of llama.cpp (`sipllm_model::keys`) get the type llama.cpp reads them as when the
 //! value fits it exactly ([`to_gguf`]); every other `i64` is `INT64` and every other `f64` is
 //! `FLOAT64` (both lossless). A model that went GGUF → `.llmw` → GGUF therefore comes back with
 //! its keys, values and, for the well-known keys, its types. Tensor data is copied from the

@@ -59,9 +59,11 @@
 pub mod convert;
 pub mod edit;
 mod error;
+mod half;
 pub mod identity;
 pub mod in_place;
 pub mod input;
+pub mod safetensors;
 pub mod split;
 pub mod toy;
 pub mod write;

@@ -51,6 +51,7 @@ use sipllm_gguf::writer::{GgufWriter, TensorDesc, Value};
 use sipllm_gguf::{GgmlType, ValueType};
 use sipllm_llmw::LlmwWriter;
 
+use crate::half;
 use crate::write::AtomicFile;
 
 /// The file name [`write_toy`] gives the GGUF copy.
@@ -642,7 +643,7 @@ fn weights(seed: u64, name: &str, ty: GgmlType, shape: &[u64]) -> Vec<u8> {
         if shape.len() == 1 { (0.1, 1.0) } else { (1.0 / (row as f32).sqrt(), 0.0) };
     let mut value = || rng.next_f32() * scale + bias;
     match ty {
-        GgmlType::F16 => (0..count).flat_map(|_| f16_bits(value()).to_le_bytes()).collect(),
+        GgmlType::F16 => (0..count).flat_map(|_| half::f16_bits(value()).to_le_bytes()).collect(),
         GgmlType::Q8_0 => {
             let blocks = count / QK8_0 as usize;
             let mut out = Vec::with_capacity(blocks.saturating_mul(34));
@@ -665,7 +666,7 @@ fn q8_0_block(xs: &[f32; QK8_0 as usize]) -> [u8; 34] {
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
     let mut block = [0u8; 34];
     let (scale, quants) = block.split_at_mut(2);
-    scale.copy_from_slice(&f16_bits(d).to_le_bytes());
+    scale.copy_from_slice(&half::f16_bits(d).to_le_bytes());
     for (q, x) in quants.iter_mut().zip(xs) {
         // |x × id| <= 127 (up to rounding), clamped to be sure; the cast is then exact.
         *q = ((x * id).round().clamp(-127.0, 127.0) as i8) as u8;
@@ -673,95 +674,9 @@ fn q8_0_block(xs: &[f32; QK8_0 as usize]) -> [u8; 34] {
     block
 }
 
-/// The IEEE 754 binary16 bits of `x`, rounded to nearest, ties to even (what ggml's
-/// `GGML_FP32_TO_FP16` computes); overflow gives ±∞, NaN stays NaN.
-fn f16_bits(x: f32) -> u16 {
-    let b = x.to_bits();
-    let sign = ((b >> 16) & 0x8000) as u16;
-    let exp = ((b >> 23) & 0xFF) as i32;
-    let man = b & 0x7F_FFFF;
-    if exp == 0xFF {
-        let nan = if man != 0 { 0x200 | (man >> 13) as u16 } else { 0 };
-        return sign | 0x7C00 | nan;
-    }
-    let e = exp - 127 + 15;
-    if e >= 0x1F {
-        return sign | 0x7C00;
-    }
-    if e <= 0 {
-        // Subnormal (or zero): the value is m × 2^-24 with m = (1.man) >> (14 - e).
-        if e < -10 {
-            return sign;
-        }
-        let m = man | 0x80_0000;
-        let shift = (14 - e) as u32;
-        let half = 1u32 << (shift - 1);
-        let rem = m & ((1u32 << shift) - 1);
-        let mut r = m >> shift;
-        if rem > half || (rem == half && r & 1 == 1) {
-            r += 1;
-        }
-        return sign | r as u16;
-    }
-    let mut r = ((e as u32) << 10) | (man >> 13);
-    let rem = man & 0x1FFF;
-    if rem > 0x1000 || (rem == 0x1000 && r & 1 == 1) {
-        // A carry into the exponent is the correct rounding (up to ∞).
-        r += 1;
-    }
-    sign | r as u16
-}
-
-/// The `f32` value of IEEE 754 binary16 bits (exact).
-#[cfg(test)]
-fn f16_to_f32(h: u16) -> f32 {
-    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = i32::from((h >> 10) & 0x1F);
-    let man = f32::from(h & 0x3FF);
-    match exp {
-        0 => sign * man * 2f32.powi(-24),
-        0x1F if man == 0.0 => sign * f32::INFINITY,
-        0x1F => f32::NAN,
-        _ => sign * (1.0 + man / 1024.0) * 2f32.powi(exp - 15),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn f16_conversion_rounds_to_nearest_even() {
-        let cases: [(f32, u16); 14] = [
-            (0.0, 0x0000),
-            (-0.0, 0x8000),
-            (1.0, 0x3C00),
-            (-2.0, 0xC000),
-            (0.5, 0x3800),
-            (65504.0, 0x7BFF),
-            (65520.0, 0x7C00), // rounds up to infinity
-            (1e10, 0x7C00),
-            (0.1, 0x2E66),
-            (2f32.powi(-14), 0x0400),             // smallest normal
-            (2f32.powi(-24), 0x0001),             // smallest subnormal
-            (2f32.powi(-25), 0x0000),             // a tie: rounds to even (0)
-            (1.0 + 2f32.powi(-11), 0x3C00),       // a tie: rounds to even
-            (1.0 + 3.0 * 2f32.powi(-11), 0x3C02), // a tie: rounds up to even
-        ];
-        for (x, bits) in cases {
-            assert_eq!(f16_bits(x), bits, "{x:e}");
-        }
-        assert_eq!(f16_bits(f32::INFINITY), 0x7C00);
-        assert_eq!(f16_bits(f32::NEG_INFINITY), 0xFC00);
-        assert!(f16_to_f32(f16_bits(f32::NAN)).is_nan());
-        // Every half round-trips through f32.
-        for h in 0..=u16::MAX {
-            let x = f16_to_f32(h);
-            if !x.is_nan() {
-                assert_eq!(f16_bits(x), h, "{h:#06x}");
-            }
-        }
-    }
 
     #[test]
     fn q8_0_blocks_dequantize_close_to_the_input() {
@@ -769,7 +684,7 @@ mod tests {
         let mut xs = [0f32; 32];
         xs.iter_mut().for_each(|x| *x = rng.next_f32() * 0.3);
         let block = q8_0_block(&xs);
-        let d = f16_to_f32(u16::from_le_bytes([block[0], block[1]]));
+        let d = half::f16_to_f32(u16::from_le_bytes([block[0], block[1]]));
         let amax = xs.iter().fold(0f32, |m, x| m.max(x.abs()));
         assert!((d - amax / 127.0).abs() <= amax / 127.0 * 1e-3, "scale {d}");
         assert!(block[2..].iter().any(|&q| q as i8 == 127 || q as i8 == -127), "max maps to ±127");

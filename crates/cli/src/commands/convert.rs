@@ -14,7 +14,7 @@ use sipllm_edit::edit::SAMPLE;
 use sipllm_edit::identity;
 use sipllm_streaming::Format;
 
-use crate::cli::ConvertArgs;
+use crate::cli::{ConvertArgs, ConvertTo, ExportDtype, ExportNames};
 use crate::commands::edit::pending;
 use crate::commands::{report_open_error, report_write_error, usage_error};
 use crate::open::{model_of, open_locked};
@@ -24,6 +24,20 @@ use crate::{Ctx, Exit};
 
 /// Runs `convert`.
 pub fn run(args: &ConvertArgs, ctx: &Ctx) -> io::Result<Exit> {
+    let safetensors_ext = args
+        .output
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("safetensors"));
+    if args.to == Some(ConvertTo::Safetensors) || (args.to.is_none() && safetensors_ext) {
+        return super::safetensors::run(args, ctx);
+    }
+    if args.dtype != ExportDtype::F32 || args.names != ExportNames::Gguf {
+        return Ok(usage_error(
+            "--dtype and --names are for safetensors exports (an OUT ending in .safetensors, \
+             or --to safetensors)",
+        ));
+    }
     // Read under a shared lock (an in-place edit running finishes first), so a backup found
     // then is an interrupted edit's.
     let file = match open_locked(&args.input, false) {
@@ -42,6 +56,14 @@ pub fn run(args: &ConvertArgs, ctx: &Ctx) -> io::Result<Exit> {
         Format::Gguf => Format::Llmw,
         _ => Format::Gguf,
     };
+    let asked = args.to.map(|t| if t == ConvertTo::Gguf { Format::Gguf } else { Format::Llmw });
+    if asked.is_some_and(|a| a != to) {
+        return Ok(usage_error(&format!(
+            "the input is {}: it converts to {} (or --to safetensors)",
+            model.format().label(),
+            to.label()
+        )));
+    }
     if let Err(e) =
         identity::refuse_output_is_open_file(&file, &args.input, &args.output, "the output")
     {

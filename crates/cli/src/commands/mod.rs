@@ -23,6 +23,7 @@ pub mod make_toy;
 pub mod merge;
 pub mod range;
 pub mod read;
+pub mod safetensors;
 pub mod split;
 pub mod tensors;
 pub mod validate;

@@ -334,7 +334,8 @@ fn short(v: f32) -> String {
     if a == 0.0 || (1e-4..1e6).contains(&a) { v.to_string() } else { format!("{v:e}") }
 }
 
-fn progress_bar(ctx: &Ctx, total: u64) -> ProgressBar {
+/// The bar of a long streaming job (hidden unless standard error is a terminal).
+pub(crate) fn progress_bar(ctx: &Ctx, total: u64) -> ProgressBar {
     if !ctx.stderr_is_tty {
         return ProgressBar::hidden();
     }

@@ -173,3 +173,49 @@ fn conversion_refusals() {
     assert_eq!(run.code, Some(0), "{}", run.transcript());
     assert_eq!(metadata(&dir, "vocab.llmw").len(), 2);
 }
+
+#[test]
+fn safetensors_by_extension_or_to_from_a_file_or_a_split_set() {
+    let dir = temp_dir("convert-safetensors");
+    let src = GgufBuilder::new()
+        .kv("general.architecture", Value::str("llama"))
+        .tensor("a", GgmlType::F32, &[8, 2])
+        .tensor("b", GgmlType::Q8_0, &[32, 3])
+        .tensor("c", GgmlType::F16, &[4]);
+    std::fs::write(dir.join("m.gguf"), src.build()).unwrap();
+    let run = sipllm(&dir, &["convert", "m.gguf", "m.safetensors"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(
+        run.stdout
+            .starts_with("exported m.gguf (GGUF) -> m.safetensors (safetensors, f32): 3 tensors"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.lines().all(|l| l.chars().count() <= 80), "{}", run.stdout);
+    let single = std::fs::read(dir.join("m.safetensors")).unwrap();
+    let n = u64::from_le_bytes(single[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&single[8..8 + n]).unwrap();
+    assert_eq!(header["b"]["shape"], serde_json::json!([3, 32]));
+    assert_eq!(header["__metadata__"]["format"], "pt");
+    // --to names the format whatever the extension; a split set exports as the whole model.
+    let run = sipllm(&dir, &["split", "m.gguf", "--max-tensors", "1", "--out-dir", "parts"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    let run =
+        sipllm(&dir, &["convert", "parts/m-00002-of-00003.gguf", "set.st", "--to", "safetensors"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert_eq!(std::fs::read(dir.join("set.st")).unwrap(), single, "the same file as the whole");
+    // --dtype and --names belong to safetensors; --to a format the input already is refused.
+    let run = sipllm(&dir, &["convert", "m.gguf", "m.llmw", "--dtype", "f16"]);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    let run = sipllm(&dir, &["convert", "m.gguf", "x.out", "--to", "gguf"]);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    // --names hf of a model transformers has no names for: refused, nothing written.
+    let run = sipllm(&dir, &["convert", "m.gguf", "h.safetensors", "--names", "hf"]);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    assert!(run.stderr.contains("safetensors::hf_key"), "{}", run.stderr);
+    assert!(!dir.join("h.safetensors").exists() && !dir.join("config.json").exists());
+    // An output that is the input is refused.
+    let run = sipllm(&dir, &["convert", "m.gguf", "m.gguf", "--to", "safetensors"]);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    assert!(dir.join("m.gguf").exists());
+}

@@ -1,6 +1,7 @@
 //! The write side's integration tests, built as one binary.
 
 mod in_place;
+mod safetensors;
 mod split;
 mod support;
 mod write;
