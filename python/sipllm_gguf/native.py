@@ -214,8 +214,8 @@ class Model:
 
         Raises :class:`~sipllm_gguf.UnsupportedTypeError` (a ``NotImplementedError``) for a
         type without values (integer tensors, ``Q8_1``, ``Q8_K``, unknown codes),
-        :class:`~sipllm_gguf.GGUFError` with code ``python::values::big_endian`` for a
-        big-endian file, ``KeyError`` for a missing tensor."""
+        ``KeyError`` for a missing tensor. A big-endian file's values are its little-endian
+        twin's (whole-element types byte-swapped, blocks as stored: the format's rule)."""
         n_threads = 1 if threads is None else operator.index(threads)
         if n_threads < 0:
             raise ValueError(f"threads must be 0 or more (0: every core), not {threads}")

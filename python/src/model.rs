@@ -9,7 +9,7 @@ use sipllm_gguf::{Endian, Gguf, MetaValue, ParseOptions, Profile, ValueType, val
 use sipllm_streaming::HeaderBytes;
 use sipllm_streaming::{Meta, OpenOptions, StreamError, WeightSource};
 
-use crate::errors::{Diag, gguf_error, stream_error};
+use crate::errors::{Diag, stream_error};
 use crate::exact;
 use crate::strings::StrSeq;
 use crate::values::{ValuesError, tensor_values};
@@ -192,34 +192,7 @@ impl Model {
             .and_then(|i| self.inner.tensors().get(i))
             .ok_or_else(|| PyKeyError::new_err(name.clone().unbind()))
     }
-
-    /// Values are computed for little-endian files only, as `sipllm read --as f32` does:
-    /// gguf-py byte-swaps only whole-element arrays of a big-endian file, so there is no
-    /// reference for its quantized blocks, and a wrong byte order gives plausible garbage.
-    fn refuse_big_endian(&self, py: Python<'_>, tensor: &str) -> PyResult<()> {
-        let Some(g) = self.gguf().filter(|g| g.endian() == Endian::Big) else { return Ok(()) };
-        let diag = Diag {
-            severity: "error",
-            code: BIG_ENDIAN_VALUES,
-            offset: Some(4),
-            length: 4,
-            path: format!("tensor {tensor:?}"),
-            message: format!(
-                "this GGUF file (v{}) is big-endian: tensor values are only computed for \
-                 little-endian files",
-                g.version()
-            ),
-            help: "read the stored bytes instead (Model.read), or convert the file to \
-                   little-endian"
-                .to_owned(),
-        };
-        Err(gguf_error(py, &diag, Some(&self.path)))
-    }
 }
-
-/// The code of the refusal to compute values of a big-endian file (this package's own: the
-/// crates leave byte order to their callers).
-const BIG_ENDIAN_VALUES: &str = "python::values::big_endian";
 
 #[pymethods]
 impl Model {
@@ -373,7 +346,6 @@ impl Model {
         threads: usize,
     ) -> PyResult<()> {
         let t = self.tensor(name)?;
-        self.refuse_big_endian(py, &t.name)?;
         let count = t.element_count().unwrap_or(u64::MAX);
         let range = start.unwrap_or(0)..stop.unwrap_or(count);
         tensor_values(py, self.inner.as_weight_source(), t, range, out, threads).map_err(

@@ -1,6 +1,7 @@
-"""Issue 26, the Python items: ``GGUFReader`` holds the shared lock ``open`` holds (7); keys
-and tensor names keep their exact bytes (8); ``open`` reads a file truncated under it as a
-typed error where the memory-mapped reader would die of SIGBUS (11)."""
+"""Issue 26, the Python items: big-endian values equal their little-endian twin's (1);
+``GGUFReader`` holds the shared lock ``open`` holds (7); keys and tensor names keep their
+exact bytes (8); ``open`` reads a file truncated under it as a typed error where the
+memory-mapped reader would die of SIGBUS (11)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 import sipllm_gguf
-from conftest import REPO
+from conftest import CORPUS, REPO, needs_corpus
 
 ALIGN = 32
 
@@ -191,3 +192,23 @@ def test_open_reads_a_file_truncated_under_it_as_a_typed_error(tmp_path: Path) -
     assert e.value.code == "stream::io::unexpected_eof", e.value
     # What is still there reads.
     assert model.values("a").tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_big_endian_values_equal_the_little_endian_twins() -> None:
+    # The seam byte-swaps a big-endian file's whole-element types and leaves blocks as stored
+    # (the format's rule); Python's chunk loop applies the same rule, once.
+    needs_corpus()
+    be = sipllm_gguf.open(CORPUS / "generated" / "tiny-llama.be.gguf")
+    le = sipllm_gguf.open(CORPUS / "generated" / "tiny-llama.le.gguf")
+    assert [t.name for t in be.tensors] == [t.name for t in le.tensors]
+    types = set()
+    for t in le.tensors:
+        want = le.values(t.name)
+        got = be.values(t.name)
+        assert got.shape == want.shape == t.shape
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), t.name
+        n = t.n_elements
+        assert np.array_equal(be.values_at(t.name, n // 3, n).view(np.uint32), want.reshape(-1)[n // 3 :].view(np.uint32))
+        types.add(t.type_name)
+    # Whole-element and block types alike.
+    assert {"F32", "F16"} <= types and types - {"F32", "F16", "BF16"}, types
