@@ -189,14 +189,30 @@ impl State {
         self.until.map_or(per_call, |u| u.min(per_call))
     }
 
-    /// `e`, or `remote::open_timeout` (with `e`'s URL, hop and status) when the open
-    /// deadline has run out: whatever failed last, that is why the open failed.
     fn explain(&self, opts: &HttpOptions, e: RemoteError) -> RemoteError {
-        if self.until.is_some_and(|u| Instant::now() >= u) {
-            RemoteError { kind: RemoteErrorKind::OpenTimeout { limit: opts.open_deadline }, ..e }
-        } else {
-            e
+        match self.until {
+            Some(until) => open_timeout(e, until, opts.open_deadline),
+            None => e,
         }
+    }
+}
+
+/// `e`, or `remote::open_timeout` (with `e`'s URL, hop and status) when the open deadline
+/// `until` has run out and `e` is what running out of time looks like: a timeout, or a
+/// transient failure (a broken connection or body, 429/5xx) whose retries the deadline cut
+/// short. Any other error (a changed object, a bad range) is itself the reason.
+fn open_timeout(e: RemoteError, until: Instant, limit: Duration) -> RemoteError {
+    let transient = matches!(
+        e.kind,
+        RemoteErrorKind::Timeout { .. }
+            | RemoteErrorKind::Connect { .. }
+            | RemoteErrorKind::ShortBody { .. }
+            | RemoteErrorKind::Status
+    );
+    if transient && Instant::now() >= until {
+        RemoteError { kind: RemoteErrorKind::OpenTimeout { limit }, ..e }
+    } else {
+        e
     }
 }
 
@@ -307,13 +323,7 @@ impl HttpSource {
             counters: Counters::default(),
             opts,
         };
-        src.fetch_first_block(first_block).map_err(|e| {
-            if Instant::now() >= until {
-                RemoteError { kind: RemoteErrorKind::OpenTimeout { limit }, ..e }
-            } else {
-                e
-            }
-        })
+        src.fetch_first_block(first_block).map_err(|e| open_timeout(e, until, limit))
     }
 
     /// The first request: the size, the validator and the first block.
