@@ -52,12 +52,12 @@ class Finding(NamedTuple):
 
 
 class Tensor(NamedTuple):
-    """One tensor: ``name``, ``type`` (``GGMLQuantizationType``, or the int code of a type it
+    """One tensor: ``name`` (``bytes`` when the stored name is not UTF-8), ``type`` (``GGMLQuantizationType``, or the int code of a type it
     does not know), ``type_name`` (``"Q4_K"``), row-major ``shape`` (outermost first: a matrix
     is ``(n_out, n_in)``), ``nbytes`` (``None`` for an unknown type) and the absolute byte
     ``offset`` of its data."""
 
-    name: str
+    name: str | bytes
     type: Any
     type_name: str
     shape: tuple[int, ...]
@@ -86,7 +86,11 @@ def _convert(value: tuple[Any, ...]) -> Any:
 
 
 class Metadata(Mapping):  # type: ignore[type-arg]
-    """The metadata of a model as a read-only mapping in file order, decoded on lookup."""
+    """The metadata of a model as a read-only mapping in file order, decoded on lookup.
+
+    A key is a ``str``, or its stored ``bytes`` when they are not UTF-8 (the llama-cpp and
+    lenient profiles read such keys); lookups compare stored bytes exactly, so
+    ``dict(metadata)`` holds every key."""
 
     def __init__(self, native: Any):
         self._native = native
@@ -97,22 +101,22 @@ class Metadata(Mapping):  # type: ignore[type-arg]
             self._keys = self._native.keys()
         return self._keys
 
-    def __getitem__(self, key: str) -> Any:
-        value = self._native.get(key) if isinstance(key, str) else None
+    def __getitem__(self, key: str | bytes) -> Any:
+        value = self._native.get(key) if isinstance(key, (str, bytes)) else None
         if value is None:
             raise KeyError(key)
         return _convert(value)
 
     def __contains__(self, key: object) -> bool:
-        return isinstance(key, str) and key in self._key_list()
+        return isinstance(key, (str, bytes)) and key in self._key_list()
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[str | bytes]:
         return iter(self._key_list())
 
     def __len__(self) -> int:
         return len(self._key_list())
 
-    def type_of(self, key: str) -> tuple[Any, Any] | None:
+    def type_of(self, key: str | bytes) -> tuple[Any, Any] | None:
         """The stored GGUF type of ``key``: ``(GGUFValueType, element GGUFValueType or None)``;
         ``None`` for ``.llmw`` models, whose values have no GGUF type."""
         found = self._native.value_type(key)
@@ -166,7 +170,7 @@ class Model:
         """``tokenizer.ggml.tokens`` as a lazy sequence of ``str``, or ``None``."""
         return self._native.strings("tokenizer.ggml.tokens")
 
-    def strings(self, key: str) -> StrSeq | None:
+    def strings(self, key: str | bytes) -> StrSeq | None:
         """The string array under ``key`` as a lazy sequence, or ``None``."""
         return self._native.strings(key)
 
@@ -180,23 +184,24 @@ class Model:
             )
         return self._tensors
 
-    def tensor(self, name: str) -> Tensor:
-        """The tensor called ``name`` (``KeyError`` if there is none)."""
+    def tensor(self, name: str | bytes) -> Tensor:
+        """The tensor called ``name`` (``KeyError`` if there is none): a ``str``, or the
+        stored ``bytes`` of a name that is not UTF-8; matched exactly."""
         if self._by_name is None:
             self._by_name = {t.name: t for t in self.tensors}
         return self._by_name[name]
 
-    def read(self, name: str) -> bytes:
+    def read(self, name: str | bytes) -> bytes:
         """The stored bytes of tensor ``name``, in one read."""
         return self._native.read(name)
 
-    def read_array(self, name: str) -> npt.NDArray[np.uint8]:
+    def read_array(self, name: str | bytes) -> npt.NDArray[np.uint8]:
         """The stored bytes of tensor ``name`` as a read-only 1-D numpy ``uint8`` array (no
         copy beyond the read)."""
         return np.frombuffer(self._native.read(name), dtype=np.uint8)
 
     def values(
-        self, name: str, *, threads: int | None = None, out: npt.NDArray[np.float32] | None = None
+        self, name: str | bytes, *, threads: int | None = None, out: npt.NDArray[np.float32] | None = None
     ) -> npt.NDArray[np.float32]:
         """The values of tensor ``name`` as a fresh, writable ``float32`` array in its
         row-major :attr:`Tensor.shape`: bit for bit what gguf-py's
@@ -209,8 +214,8 @@ class Model:
 
         Raises :class:`~sipllm_gguf.UnsupportedTypeError` (a ``NotImplementedError``) for a
         type without values (integer tensors, ``Q8_1``, ``Q8_K``, unknown codes),
-        :class:`~sipllm_gguf.GGUFError` with code ``python::values::big_endian`` for a
-        big-endian file, ``KeyError`` for a missing tensor."""
+        ``KeyError`` for a missing tensor. A big-endian file's values are its little-endian
+        twin's (whole-element types byte-swapped, blocks as stored: the format's rule)."""
         n_threads = 1 if threads is None else operator.index(threads)
         if n_threads < 0:
             raise ValueError(f"threads must be 0 or more (0: every core), not {threads}")
@@ -219,7 +224,7 @@ class Model:
         self._native.values(name, out.reshape(-1).view(np.uint8), threads=n_threads)
         return out
 
-    def values_at(self, name: str, start: int, stop: int) -> npt.NDArray[np.float32]:
+    def values_at(self, name: str | bytes, start: int, stop: int) -> npt.NDArray[np.float32]:
         """Values ``start:stop`` (element indices in row-major order, ``stop`` exclusive) of
         tensor ``name`` as a 1-D ``float32`` array, reading only the blocks they touch (a few
         rows of a big tensor, say). A range outside the tensor raises

@@ -38,12 +38,20 @@ const GGUF_PY_READS: [&str; 9] = [
 pub(crate) struct Header {
     gguf: Gguf<HeaderBytes>,
     file_size: u64,
+    /// The file it was read from, open, holding the shared lock `FileBacking::open` takes
+    /// (the one `sipllm_gguf.open` holds): while the `GGUFReader` keeps this header, an
+    /// in-place header rewrite (`sipllm edit --in-place`) is refused instead of rewriting
+    /// the header under the reader's map.
+    _lock: FileBacking,
 }
 
-fn header_of(path: &str, options: &OpenOptions) -> Result<(Gguf<HeaderBytes>, u64), StreamError> {
+fn header_of(
+    path: &str,
+    options: &OpenOptions,
+) -> Result<(Gguf<HeaderBytes>, FileBacking), StreamError> {
     let backing = FileBacking::open(path, Backend::Pread)?;
     let (gguf, _) = sipllm_streaming::read_header(&backing, Some(Path::new(path)), options)?;
-    Ok((gguf, backing.len()))
+    Ok((gguf, backing))
 }
 
 /// Reads and parses the header of the GGUF file at `path`.
@@ -61,11 +69,11 @@ pub(crate) fn read_header(
     let profile = if compat { Profile::Strict } else { crate::model::parse_profile(profile)? };
     let strict = OpenOptions::default().with_parse(ParseOptions::new(profile));
     let first = py.detach(|| header_of(path, &strict));
-    let (gguf, file_size) = match first {
+    let (gguf, backing) = match first {
         Ok(ok) => ok,
         Err(e) if compat && e.parse_error().is_some_and(|p| GGUF_PY_READS.contains(&p.code())) => {
             let lenient = strict.with_parse(ParseOptions::new(Profile::Lenient));
-            let (gguf, size) =
+            let (gguf, backing) =
                 py.detach(|| header_of(path, &lenient)).map_err(|e| stream_error(py, &e, path))?;
             // The lenient profile tolerates more than gguf-py reads (duplicate keys, a bad
             // alignment, …): those stay errors, reported where the strict parse would.
@@ -77,11 +85,11 @@ pub(crate) fn read_header(
                 diag.severity = "error";
                 return Err(gguf_error(py, &diag, Some(path)));
             }
-            (gguf, size)
+            (gguf, backing)
         }
         Err(e) => return Err(stream_error(py, &e, path)),
     };
-    Ok(Header { gguf, file_size })
+    Ok(Header { gguf, file_size: backing.len(), _lock: backing })
 }
 
 /// One key/value pair: (offset, key, value type, value offset, value length, element type,

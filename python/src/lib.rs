@@ -17,6 +17,7 @@
 //! zero-copy tensor views come from `numpy.memmap` on the Python side.
 
 mod errors;
+mod exact;
 mod header;
 mod model;
 mod safetensors;

@@ -1,6 +1,6 @@
 //! The native API: `open(path)` → a model through the `WeightSource` seam, `validate(path)`.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
@@ -9,7 +9,8 @@ use sipllm_gguf::{Endian, Gguf, MetaValue, ParseOptions, Profile, ValueType, val
 use sipllm_streaming::HeaderBytes;
 use sipllm_streaming::{Meta, OpenOptions, StreamError, WeightSource};
 
-use crate::errors::{Diag, gguf_error, stream_error};
+use crate::errors::{Diag, stream_error};
+use crate::exact;
 use crate::strings::StrSeq;
 use crate::values::{ValuesError, tensor_values};
 
@@ -36,6 +37,8 @@ fn options(profile: &str) -> PyResult<OpenOptions> {
 pub(crate) struct Model {
     pub(crate) inner: Arc<sipllm_streaming::Model>,
     pub(crate) path: String,
+    /// The tensors' stored names and their positions, made on first use (`exact`).
+    names: OnceLock<exact::TensorNames>,
 }
 
 /// Opens the model at `path` (its format from the first 4 bytes), reading only its header.
@@ -46,7 +49,7 @@ pub(crate) fn open(py: Python<'_>, path: &str, profile: &str) -> PyResult<Model>
     let model = py
         .detach(|| sipllm_streaming::Model::open(path, &opts))
         .map_err(|e| stream_error(py, &e, path))?;
-    Ok(Model { inner: Arc::new(model), path: path.to_owned() })
+    Ok(Model { inner: Arc::new(model), path: path.to_owned(), names: OnceLock::new() })
 }
 
 type FindingRow = (&'static str, &'static str, Option<u64>, u64, String, String, String);
@@ -178,37 +181,18 @@ impl Model {
         }
     }
 
-    fn tensor(&self, name: &str) -> PyResult<&sipllm_streaming::TensorInfo> {
-        self.inner.find(name).ok_or_else(|| PyKeyError::new_err(name.to_owned()))
+    fn names(&self) -> &exact::TensorNames {
+        self.names.get_or_init(|| exact::TensorNames::of(&self.inner))
     }
 
-    /// Values are computed for little-endian files only, as `sipllm read --as f32` does:
-    /// gguf-py byte-swaps only whole-element arrays of a big-endian file, so there is no
-    /// reference for its quantized blocks, and a wrong byte order gives plausible garbage.
-    fn refuse_big_endian(&self, py: Python<'_>, tensor: &str) -> PyResult<()> {
-        let Some(g) = self.gguf().filter(|g| g.endian() == Endian::Big) else { return Ok(()) };
-        let diag = Diag {
-            severity: "error",
-            code: BIG_ENDIAN_VALUES,
-            offset: Some(4),
-            length: 4,
-            path: format!("tensor {tensor:?}"),
-            message: format!(
-                "this GGUF file (v{}) is big-endian: tensor values are only computed for \
-                 little-endian files",
-                g.version()
-            ),
-            help: "read the stored bytes instead (Model.read), or convert the file to \
-                   little-endian"
-                .to_owned(),
-        };
-        Err(gguf_error(py, &diag, Some(&self.path)))
+    /// The tensor whose stored name is `name` (a `str` by its UTF-8 bytes, or `bytes`).
+    fn tensor(&self, name: &Bound<'_, PyAny>) -> PyResult<&sipllm_streaming::TensorInfo> {
+        exact::name_bytes(name)
+            .and_then(|n| self.names().index.get(&n).copied())
+            .and_then(|i| self.inner.tensors().get(i))
+            .ok_or_else(|| PyKeyError::new_err(name.clone().unbind()))
     }
 }
-
-/// The code of the refusal to compute values of a big-endian file (this package's own: the
-/// crates leave byte order to their callers).
-const BIG_ENDIAN_VALUES: &str = "python::values::big_endian";
 
 #[pymethods]
 impl Model {
@@ -253,16 +237,21 @@ impl Model {
         warnings_of(&self.inner)
     }
 
-    /// Every metadata key in file order.
-    fn keys(&self) -> Vec<String> {
-        self.inner.meta_keys().map(|k| k.to_string_lossy().into_owned()).collect()
+    /// Every metadata key in file order: `str`, or `bytes` when not UTF-8.
+    fn keys<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, PyAny>> {
+        self.inner.meta_keys().map(|k| exact::py_name(py, k.as_bytes())).collect()
     }
 
     /// The value under `key` as `(kind, payload)`: `("value", int | float | bool | str |
     /// bytes)`, `("array", dtype, bytes)`, `("strs", StrSeq)` or `("list", [...])`; `None` when
     /// absent.
-    fn get<'py>(&self, py: Python<'py>, key: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let Some(meta) = self.inner.meta(key) else { return Ok(None) };
+    fn get<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let Some(key) = exact::name_bytes(key) else { return Ok(None) };
+        let Some(meta) = exact::meta_exact(&self.inner, &key) else { return Ok(None) };
         if let Some(value) = collapsed_scalar(py, &meta)? {
             return Ok(Some(value));
         }
@@ -281,7 +270,7 @@ impl Model {
                     ("array", "<f8", PyBytes::new(py, &b)).into_pyobject(py)?.into_any()
                 }
             },
-            Meta::Strs(_) => match StrSeq::new(self.inner.clone(), key) {
+            Meta::Strs(_) => match StrSeq::new(self.inner.clone(), &key) {
                 Some(seq) => ("strs", seq).into_pyobject(py)?.into_any(),
                 None => return Ok(None),
             },
@@ -293,29 +282,33 @@ impl Model {
 
     /// The stored type of the value under `key`, as GGUF value type codes `(type, element type
     /// or None)`; `None` for `.llmw` files or absent keys.
-    fn value_type(&self, key: &str) -> Option<(u32, Option<u32>)> {
-        let entry = self.gguf()?.get_entry(key)?;
-        Some((entry.kv.value_type().code(), entry.kv.array_head().map(|h| h.elem_type.code())))
+    fn value_type(&self, key: &Bound<'_, PyAny>) -> Option<(u32, Option<u32>)> {
+        let key = exact::name_bytes(key)?;
+        let kv = self.gguf()?.metadata().filter(|e| e.key.as_bytes() == key).last()?.kv;
+        Some((kv.value_type().code(), kv.array_head().map(|h| h.elem_type.code())))
     }
 
     /// The string array under `key` as a lazy sequence, or `None`.
-    fn strings(&self, key: &str) -> Option<StrSeq> {
-        StrSeq::new(self.inner.clone(), key)
+    fn strings(&self, key: &Bound<'_, PyAny>) -> Option<StrSeq> {
+        StrSeq::new(self.inner.clone(), &exact::name_bytes(key)?)
     }
 
-    /// Every tensor: (name, type code, type name, row-major shape, nbytes or None, absolute
-    /// offset).
+    /// Every tensor: (name — `str`, or `bytes` when not UTF-8 —, type code, type name,
+    /// row-major shape, nbytes or None, absolute offset).
     #[allow(clippy::type_complexity)]
     fn tensors<'py>(
         &self,
         py: Python<'py>,
-    ) -> PyResult<Vec<(String, u32, &'static str, Bound<'py, PyTuple>, Option<u64>, u64)>> {
+    ) -> PyResult<Vec<(Bound<'py, PyAny>, u32, &'static str, Bound<'py, PyTuple>, Option<u64>, u64)>>
+    {
+        let names = &self.names().names;
         self.inner
             .tensors()
             .iter()
-            .map(|t| {
+            .zip(names)
+            .map(|(t, name)| {
                 Ok((
-                    t.name.clone(),
+                    exact::py_name(py, name),
                     t.ggml_type.code(),
                     t.ggml_type.name(),
                     PyTuple::new(py, t.shape.iter())?,
@@ -327,7 +320,11 @@ impl Model {
     }
 
     /// The stored bytes of tensor `name` (one read, the GIL released meanwhile).
-    fn read<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        name: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let t = self.tensor(name)?;
         let len = t.byte_len().map_err(|e| stream_error(py, &e, &self.path))?;
         let model = &*self.inner;
@@ -342,14 +339,13 @@ impl Model {
     fn values(
         &self,
         py: Python<'_>,
-        name: &str,
+        name: &Bound<'_, PyAny>,
         out: &Bound<'_, PyAny>,
         start: Option<u64>,
         stop: Option<u64>,
         threads: usize,
     ) -> PyResult<()> {
         let t = self.tensor(name)?;
-        self.refuse_big_endian(py, name)?;
         let count = t.element_count().unwrap_or(u64::MAX);
         let range = start.unwrap_or(0)..stop.unwrap_or(count);
         tensor_values(py, self.inner.as_weight_source(), t, range, out, threads).map_err(

@@ -5,7 +5,9 @@ use std::sync::{Arc, OnceLock};
 use pyo3::exceptions::{PyIndexError, PyTypeError, PyUnicodeDecodeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PySlice, PyString};
-use sipllm_streaming::{Meta, MetaStr, WeightSource};
+use sipllm_streaming::{Meta, MetaStr};
+
+use crate::exact::{meta_exact, py_name, shown};
 
 /// The `str` of stored bytes, or the `UnicodeDecodeError` Python's own decoding would raise.
 fn to_py_str<'py>(py: Python<'py>, bytes: &[u8]) -> PyResult<Bound<'py, PyString>> {
@@ -46,12 +48,14 @@ pub(crate) fn decode_strings<'py>(
 
 /// A string array of an opened model as a lazy, read-only sequence of `str`: nothing is
 /// decoded until an element is asked for; the first indexed access builds an index of the
-/// element positions (two u32 or u64 per element), so later ones are O(1).
+/// element positions (two u32 or u64 per element), so later ones are O(1). An element that is
+/// not UTF-8 (the lenient profile reads those) is its `bytes`, as a plain string value is.
 #[pyclass(frozen, sequence, module = "sipllm_gguf._native")]
 #[derive(Debug)]
 pub(crate) struct StrSeq {
     model: Arc<sipllm_streaming::Model>,
-    key: String,
+    /// The key's stored bytes (not always UTF-8: see `exact`).
+    key: Vec<u8>,
     len: usize,
     /// (start, end) of each element's bytes, relative to the array's payload.
     index: OnceLock<Vec<(usize, usize)>>,
@@ -59,8 +63,8 @@ pub(crate) struct StrSeq {
 
 impl StrSeq {
     /// A sequence over the string array under `key`, if there is one.
-    pub(crate) fn new(model: Arc<sipllm_streaming::Model>, key: &str) -> Option<StrSeq> {
-        let len = match model.meta(key)? {
+    pub(crate) fn new(model: Arc<sipllm_streaming::Model>, key: &[u8]) -> Option<StrSeq> {
+        let len = match meta_exact(&model, key)? {
             Meta::Strs(list) => list.len(),
             _ => return None,
         };
@@ -72,7 +76,7 @@ impl StrSeq {
         &self,
         f: impl FnOnce(&[u8], &mut dyn Iterator<Item = MetaStr<'_>>) -> R,
     ) -> R {
-        match self.model.meta(&self.key) {
+        match meta_exact(&self.model, &self.key) {
             Some(Meta::Strs(list)) => {
                 let payload = list
                     .as_gguf()
@@ -101,14 +105,14 @@ impl StrSeq {
         })
     }
 
-    fn element<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyString>> {
+    fn element<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyAny>> {
         let &(start, end) =
             self.index().get(i).ok_or_else(|| PyIndexError::new_err("index out of range"))?;
         self.with_strings(|payload, _| {
             let bytes = payload
                 .get(start..end)
                 .ok_or_else(|| PyIndexError::new_err("index out of range"))?;
-            to_py_str(py, bytes)
+            Ok(py_name(py, bytes))
         })
     }
 
@@ -155,25 +159,20 @@ impl StrSeq {
     }
 
     fn __repr__(&self) -> String {
-        format!("<StrSeq {:?}: {} strings>", self.key, self.len)
+        format!("<StrSeq {:?}: {} strings>", shown(&self.key), self.len)
     }
 
-    /// The key the array is stored under.
+    /// The key the array is stored under (`bytes` when it is not UTF-8).
     #[getter]
-    fn key(&self) -> &str {
-        &self.key
+    fn key<'py>(&self, py: Python<'py>) -> Bound<'py, PyAny> {
+        py_name(py, &self.key)
     }
 
-    /// Every element as a `list[str]`, in one call.
+    /// Every element as a `list[str]` (`bytes` for one that is not UTF-8), in one call.
     fn to_list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let items: PyResult<Vec<Bound<'py, PyString>>> = self.with_strings(|_, strings| {
-            let mut out = Vec::with_capacity(self.len);
-            for s in strings {
-                out.push(to_py_str(py, s.as_bytes())?);
-            }
-            Ok(out)
-        });
-        PyList::new(py, items?)
+        let items: Vec<Bound<'py, PyAny>> =
+            self.with_strings(|_, strings| strings.map(|s| py_name(py, s.as_bytes())).collect());
+        PyList::new(py, items)
     }
 }
 
@@ -191,7 +190,7 @@ impl StrSeqIter {
         slf
     }
 
-    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyString>>> {
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let seq = self.seq.get();
         let i = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if i >= seq.len {

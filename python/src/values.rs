@@ -20,7 +20,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyMemoryView, PySlice};
 use sipllm_gguf::GgmlType;
 use sipllm_quants::DequantError;
-use sipllm_streaming::{StreamError, TensorError, TensorInfo, VALUES_CHUNK_BYTES, WeightSource};
+use sipllm_streaming::{
+    StreamError, TensorError, TensorInfo, VALUES_CHUNK_BYTES, WeightSource, to_little_endian,
+};
 
 use crate::errors::{Diag, gguf_error};
 
@@ -336,7 +338,13 @@ fn whole_tensor(
         let offset = tensor.abs_offset.checked_add(done as u64).ok_or_else(|| {
             ValuesError::Stream(StreamError::TooLarge { what: "an offset".into(), bytes: u64::MAX })
         })?;
-        py.detach(|| source.read_raw_at(offset, bytes)).map_err(ValuesError::Stream)?;
+        py.detach(|| {
+            source.read_raw_at(offset, bytes)?;
+            // A big-endian file's elements as the kernels read them: the seam's one rule.
+            to_little_endian(source.endian(), ty, bytes);
+            Ok(())
+        })
+        .map_err(ValuesError::Stream)?;
         at += put_blocks(py, ty, bytes, out, at, threads)
             .map_err(ValuesError::Python)?
             .map_err(dequant)?;

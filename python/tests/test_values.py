@@ -215,10 +215,9 @@ def test_corpus_tensors(gguf_py, reference_readers, path):
         assert_bits(dequantize(t.data, t.tensor_type), want)
         assert_bits(dequantize(o.data, o.tensor_type), want)
         if big:
-            # gguf-py byte-swaps only whole-element arrays: no reference for values there.
-            with pytest.raises(sipllm_gguf.GGUFError) as info:
-                model.values(t.name)
-            assert info.value.code == "python::values::big_endian"
+            # gguf-py's values of a big-endian file are no reference (its dequantize views
+            # the byte-swapped F32 array's bytes as native floats): Model.values there is
+            # compared with the little-endian twin's (test_integrity.py).
             continue
         assert_bits(model.values(t.name), want)
         assert model.values(t.name).shape == model.tensor(t.name).shape

@@ -36,11 +36,13 @@ mod decoder;
 mod finding;
 pub mod grammar;
 mod index;
+mod invisible;
 mod path;
 mod span;
 
 pub use decoder::{DecoderEvent, HeaderDecoder, Step, decode_slice};
 pub use finding::{Finding, Kind};
 pub use index::NameIndex;
+pub use invisible::{INVISIBLE_RANGES, first_invisible, is_invisible};
 pub use path::{MAX_SHOWN_NAME, Path, PathSeg, shown_name};
 pub use span::Span;

@@ -509,6 +509,16 @@ pub enum WarningKind {
     /// An empty tensor name.
     #[error("empty tensor name")]
     EmptyTensorName,
+    /// A tensor name holding an invisible character (default-ignorable, a format character, a
+    /// line or paragraph separator, U+2800: [`is_invisible`](crate::is_invisible)): it prints
+    /// like a name without it. Keys holding one are already `key_not_ascii`.
+    #[error("tensor name holds the invisible character U+{:04X} at byte {at}", u32::from(*ch))]
+    InvisibleInName {
+        /// The first such character.
+        ch: char,
+        /// Its byte offset in the name.
+        at: u64,
+    },
     /// More warnings than [`MAX_WARNINGS`](crate::decoder::MAX_WARNINGS); the rest were dropped.
     #[error("{count} further warning(s) not recorded")]
     Suppressed {
@@ -539,6 +549,7 @@ impl WarningKind {
             WarningKind::KeyTooLong { .. } => "gguf::metadata::key_too_long",
             WarningKind::NameRejectedByLlamaCpp => "gguf::tensor::name_64_bytes",
             WarningKind::EmptyTensorName => "gguf::tensor::empty_name",
+            WarningKind::InvisibleInName { .. } => "gguf::tensor::invisible_char",
             WarningKind::Suppressed { .. } => "gguf::limits::warnings_suppressed",
             WarningKind::TensorGap { .. } => "gguf::layout::gap",
             WarningKind::OutOfOrder => "gguf::layout::out_of_order",
@@ -563,6 +574,11 @@ impl WarningKind {
             WarningKind::EmptyTensorName => {
                 "give the tensor a name; tools look tensors up by \
                 name."
+            }
+            WarningKind::InvisibleInName { .. } => {
+                "the name prints like one without this \
+                character, so a look-alike can hide a tensor; rename it (sipllm edit \
+                --rename-tensor)."
             }
             WarningKind::Suppressed { .. } => {
                 "the file has many problems; fix the ones \

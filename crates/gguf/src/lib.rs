@@ -126,6 +126,9 @@ pub use error::{Error, ErrorKind, Path, Warning, WarningKind};
 pub use ggml::GgmlType;
 pub use header::{Endian, Header};
 pub use options::{Limits, ParseOptions, Profile};
+/// Invisible characters by Unicode property, for whoever shows names (the rules warn on
+/// tensor names that hold them).
+pub use sipllm_format::{INVISIBLE_RANGES, first_invisible, is_invisible};
 pub use value::{MetaValue, ValueType};
 
 /// The magic bytes every GGUF file starts with.

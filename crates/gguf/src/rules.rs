@@ -17,7 +17,7 @@
 //! | value | string UTF-8; bool 0/1; alignment a power of two | [`string_value`], [`bool_value`], [`alignment`] |
 //! | array head | arrays of arrays under llama-cpp | [`elem_type`], [`nested_array`] |
 //! | array elements | bools 0/1, warned once per array | [`bool_elements`] |
-//! | tensor name | length (64, 63 under llama-cpp), UTF-8, empty, NUL, duplicate (C strings under llama-cpp) | [`tensor_name`], [`TensorNames`] |
+//! | tensor name | length (64, 63 under llama-cpp), UTF-8, empty, invisible characters (a warning, by Unicode property), NUL, duplicate (C strings under llama-cpp) | [`tensor_name`], [`TensorNames`] |
 //! | tensor shape and type | dims (zero, ≥ 2^63), ggml's element-count check, ggml type (unknown, removed), sizes | [`tensor`], [`ggml_element_count`] |
 //! | data section | unpadded without tensors under llama-cpp | [`data_offset`] |
 //!
@@ -411,6 +411,9 @@ pub(crate) fn tensor_name(
     }
     if name.is_empty() {
         out.warn(WarningKind::EmptyTensorName, Span::new(span.offset, 0), &path);
+    }
+    if let Some((at, ch)) = sipllm_format::first_invisible(name) {
+        out.warn(WarningKind::InvisibleInName { ch, at: at as u64 }, span, &path);
     }
     nul_byte(out, name, ErrorKind::NulInName, span, &path)?;
     if let Some(first) = first {

@@ -32,6 +32,12 @@ pub enum RemoteErrorKind {
         /// Which limit.
         what: String,
     },
+    /// Opening — the first block and the header's reads, of every shard of a split set —
+    /// took longer than [`HttpOptions::open_deadline`](crate::HttpOptions::open_deadline).
+    OpenTimeout {
+        /// The limit.
+        limit: std::time::Duration,
+    },
     /// The server answered with an error status (after the retries, for 429 and 5xx).
     Status,
     /// The server answered a ranged GET with `200` and the whole object: it ignores `Range`.
@@ -92,6 +98,7 @@ impl RemoteErrorKind {
             RemoteErrorKind::Unsupported { .. } => "remote::unsupported_scheme",
             RemoteErrorKind::Connect { .. } => "remote::connect",
             RemoteErrorKind::Timeout { .. } => "remote::timeout",
+            RemoteErrorKind::OpenTimeout { .. } => "remote::open_timeout",
             RemoteErrorKind::Status => "remote::status",
             RemoteErrorKind::RangeIgnored => "remote::range_ignored",
             RemoteErrorKind::BadContentRange { .. } => "remote::bad_content_range",
@@ -116,6 +123,9 @@ impl fmt::Display for RemoteErrorKind {
             }
             RemoteErrorKind::Connect { detail } => write!(f, "connection failed: {detail}"),
             RemoteErrorKind::Timeout { what } => write!(f, "timed out: {what}"),
+            RemoteErrorKind::OpenTimeout { limit } => {
+                write!(f, "opening took longer than its deadline ({} s)", limit.as_secs_f64())
+            }
             RemoteErrorKind::Status => f.write_str("the server answered with an error"),
             RemoteErrorKind::RangeIgnored => f.write_str(
                 "the server ignores range requests (answered 200 with the whole object)",
@@ -219,6 +229,10 @@ impl RemoteError {
             (RemoteErrorKind::Timeout { .. }, _) => "the server is too slow or stalled; try \
                 again later, or download the file and open it locally"
                 .into(),
+            (RemoteErrorKind::OpenTimeout { .. }, _) => "the server sends the header too \
+                slowly (or a set has very many shards); try again later, raise \
+                HttpOptions::open_deadline, or download the file and open it locally"
+                .into(),
             (RemoteErrorKind::Status, Some(401 | 403)) => "the server refused access: for a \
                 gated or private Hub repository set HF_TOKEN to a token that can read it; a \
                 presigned URL may have expired"
@@ -267,7 +281,9 @@ impl RemoteError {
     /// Wraps this in an [`io::Error`] (kind `TimedOut` for timeouts, `Other` otherwise).
     pub fn into_io(self) -> io::Error {
         let kind = match self.kind {
-            RemoteErrorKind::Timeout { .. } => io::ErrorKind::TimedOut,
+            RemoteErrorKind::Timeout { .. } | RemoteErrorKind::OpenTimeout { .. } => {
+                io::ErrorKind::TimedOut
+            }
             _ => io::ErrorKind::Other,
         };
         io::Error::new(kind, self)

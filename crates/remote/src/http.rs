@@ -51,6 +51,12 @@ pub struct HttpOptions {
     /// The total time one read call may take, retries and redirects included (default
     /// 120 s; a read is at most [`max_request`](Self::max_request) bytes per request).
     pub deadline: Duration,
+    /// The total time opening may take: [`HttpSource::open`]'s first block, and for
+    /// [`open_model`](crate::open_model) the whole header — of every shard of a split set —
+    /// however many read calls it takes (default 300 s). The per-call
+    /// [`deadline`](Self::deadline) alone would let a server that drips bytes stretch a
+    /// header of many reads without bound. Running out is `remote::open_timeout`.
+    pub open_deadline: Duration,
     /// Retries after the first attempt, on 429/5xx, transport errors and short bodies
     /// (default 3).
     pub retries: u32,
@@ -78,6 +84,7 @@ impl Default for HttpOptions {
             connect_timeout: Duration::from_secs(10),
             read_timeout: Duration::from_secs(30),
             deadline: Duration::from_secs(120),
+            open_deadline: Duration::from_secs(300),
             retries: 3,
             backoff: Duration::from_millis(200),
             max_redirects: 5,
@@ -96,6 +103,7 @@ impl fmt::Debug for HttpOptions {
             .field("connect_timeout", &self.connect_timeout)
             .field("read_timeout", &self.read_timeout)
             .field("deadline", &self.deadline)
+            .field("open_deadline", &self.open_deadline)
             .field("retries", &self.retries)
             .field("max_redirects", &self.max_redirects)
             .field("first_block", &self.first_block)
@@ -168,6 +176,66 @@ struct State {
     stream: Option<Stream>,
     /// The last range announced with `prefetch`.
     hint: Option<(u64, u64)>,
+    /// While opening: the instant the open deadline runs out, bounding every read call
+    /// until [`HttpSource::opened`].
+    until: Option<Instant>,
+}
+
+impl State {
+    /// The deadline of a read call starting now: the per-call one, or the open deadline
+    /// when that is nearer.
+    fn deadline(&self, opts: &HttpOptions) -> Instant {
+        let per_call = Instant::now() + opts.deadline;
+        self.until.map_or(per_call, |u| u.min(per_call))
+    }
+
+    fn explain(&self, opts: &HttpOptions, e: RemoteError) -> RemoteError {
+        match self.until {
+            Some(until) => open_timeout(e, until, opts.open_deadline),
+            None => e,
+        }
+    }
+}
+
+/// `e`, or `remote::open_timeout` (with `e`'s URL, hop and status) when the open deadline
+/// `until` has run out and `e` is what running out of time looks like: a timeout, or a
+/// transient failure (a broken connection or body, 429/5xx) whose retries the deadline cut
+/// short. Any other error (a changed object, a bad range) is itself the reason.
+fn open_timeout(e: RemoteError, until: Instant, limit: Duration) -> RemoteError {
+    let transient = matches!(
+        e.kind,
+        RemoteErrorKind::Timeout { .. }
+            | RemoteErrorKind::Connect { .. }
+            | RemoteErrorKind::ShortBody { .. }
+            | RemoteErrorKind::Status
+    );
+    if transient && Instant::now() >= until {
+        RemoteError { kind: RemoteErrorKind::OpenTimeout { limit }, ..e }
+    } else {
+        e
+    }
+}
+
+/// The connection pool the sources of one model share (every shard of a split set, which
+/// are siblings on one host): one idle connection serves the next shard's requests, instead
+/// of an agent, a socket and its 1 MiB input buffer kept per shard. At most 4 idle
+/// connections are kept (2 per host), each for at most 15 s.
+pub(crate) fn agent(opts: &HttpOptions) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .max_redirects_will_error(false)
+        .accept_encoding("identity")
+        .user_agent(opts.user_agent.as_str())
+        .timeout_connect(Some(opts.connect_timeout))
+        .timeout_per_read(Some(opts.read_timeout))
+        // Fewer, larger socket reads for bodies of many MiB.
+        .input_buffer_size(1 << 20)
+        .max_idle_connections(4)
+        .max_idle_connections_per_host(2)
+        .max_idle_age(Duration::from_secs(15))
+        .build()
+        .into()
 }
 
 /// A remote object read by HTTP range requests, as a [`ReadAt`]. See the module docs.
@@ -216,23 +284,30 @@ struct Answer {
 
 impl HttpSource {
     /// Opens `url`: one ranged `GET` of the first block, which gives the size (and pins the
-    /// validator). Nothing else is fetched until read.
+    /// validator). Nothing else is fetched until read. The open is bounded by
+    /// [`HttpOptions::open_deadline`] as well as the per-call deadline.
     pub fn open(url: HttpUrl, opts: HttpOptions) -> Result<HttpSource, RemoteError> {
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .max_redirects_will_error(false)
-            .accept_encoding("identity")
-            .user_agent(opts.user_agent.as_str())
-            .timeout_connect(Some(opts.connect_timeout))
-            .timeout_per_read(Some(opts.read_timeout))
-            // Fewer, larger socket reads for bodies of many MiB.
-            .input_buffer_size(1 << 20)
-            .build();
+        let agent = agent(&opts);
+        let until = Instant::now() + opts.open_deadline;
+        let src = HttpSource::open_in(url, opts, agent, until)?;
+        src.opened();
+        Ok(src)
+    }
+
+    /// [`open`](Self::open) through `agent` (shared with the other sources of a model), with
+    /// every read call bounded by `until` as well as the per-call deadline until
+    /// [`opened`](Self::opened) is called.
+    pub(crate) fn open_in(
+        url: HttpUrl,
+        opts: HttpOptions,
+        agent: ureq::Agent,
+        until: Instant,
+    ) -> Result<HttpSource, RemoteError> {
         let first_block = opts.first_block.max(1);
-        let mut src = HttpSource {
+        let limit = opts.open_deadline;
+        let src = HttpSource {
             url,
-            agent: config.into(),
+            agent,
             len: 0,
             validator: None,
             state: Mutex::new(State {
@@ -243,12 +318,19 @@ impl HttpSource {
                 last_read_end: 0,
                 stream: None,
                 hint: None,
+                until: Some(until),
             }),
             counters: Counters::default(),
             opts,
         };
-        let deadline = Instant::now() + src.opts.deadline;
+        src.fetch_first_block(first_block).map_err(|e| open_timeout(e, until, limit))
+    }
+
+    /// The first request: the size, the validator and the first block.
+    fn fetch_first_block(mut self, first_block: u64) -> Result<HttpSource, RemoteError> {
+        let src = &mut self;
         let mut guard = src.state.lock().unwrap_or_else(|e| e.into_inner());
+        let deadline = guard.deadline(&src.opts);
         let st = &mut *guard;
         let asked = Asked { start: 0, last: Some(first_block - 1) };
         let answer = src_request(
@@ -265,7 +347,7 @@ impl HttpSource {
         let Some(answer) = answer else {
             // `416` with `bytes */0`: an empty object.
             drop(guard);
-            return Ok(src);
+            return Ok(self);
         };
         src.validator = answer.validator.clone();
         let mut stream = answer.stream;
@@ -327,7 +409,7 @@ impl HttpSource {
             st.last_stream_end = block_len;
             st.blocks.push((0, block));
         }
-        Ok(src)
+        Ok(self)
     }
 
     /// The URL as given.
@@ -344,8 +426,20 @@ impl HttpSource {
         }
     }
 
+    /// Ends the opening: reads are bounded by the per-call deadline alone from now on.
+    pub(crate) fn opened(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).until = None;
+    }
+
+    /// Closes the open response body, if any, and with it its connection: a shard of a set
+    /// whose header is read must not hold a socket (and its buffer) until its tensors are,
+    /// or a 1000-shard set holds 1000. The next read opens a request of its own.
+    pub(crate) fn release(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).stream = None;
+    }
+
     fn read_locked(&self, st: &mut State, offset: u64, dst: &mut [u8]) -> Result<(), RemoteError> {
-        let deadline = Instant::now() + self.opts.deadline;
+        let deadline = st.deadline(&self.opts);
         let len = dst.len() as u64;
         let mut done = 0usize;
         let mut broken = 0u32;
@@ -490,7 +584,8 @@ impl ReadAt for HttpSource {
             return Ok(());
         }
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        self.read_locked(&mut st, offset, dst).map_err(RemoteError::into_io)
+        let result = self.read_locked(&mut st, offset, dst);
+        result.map_err(|e| st.explain(&self.opts, e).into_io())
     }
 
     fn len(&self) -> u64 {

@@ -6,6 +6,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
 use sipllm_streaming::split::{KEY_COUNT, KEY_NO, ShardName};
 use sipllm_streaming::{
@@ -55,6 +56,30 @@ impl RemoteModel {
 /// Opens the object `url` names as a byte source. `hf://` URLs get `HF_TOKEN` as their bearer
 /// token unless `opts` has one. `s3://`, `gs://` and `az://` need the `object-store` feature.
 pub fn open_source(url: &RemoteUrl, opts: &HttpOptions) -> Result<Arc<HttpSource>, RemoteError> {
+    let source = open_source_in(url, opts, &Opening::new(opts))?;
+    source.opened();
+    Ok(source)
+}
+
+/// What the sources of one model share while it opens: the connection pool, and the instant
+/// the open deadline runs out.
+struct Opening {
+    agent: ureq::Agent,
+    until: Instant,
+}
+
+impl Opening {
+    fn new(opts: &HttpOptions) -> Opening {
+        Opening { agent: crate::http::agent(opts), until: Instant::now() + opts.open_deadline }
+    }
+}
+
+/// [`open_source`] through `opening`'s pool and under its deadline, left in force.
+fn open_source_in(
+    url: &RemoteUrl,
+    opts: &HttpOptions,
+    opening: &Opening,
+) -> Result<Arc<HttpSource>, RemoteError> {
     let Some(http) = url.http() else {
         let scheme = match url {
             RemoteUrl::ObjectStore { scheme, .. } => (*scheme).to_owned(),
@@ -68,26 +93,34 @@ pub fn open_source(url: &RemoteUrl, opts: &HttpOptions) -> Result<Arc<HttpSource
     if matches!(url, RemoteUrl::Hub { .. }) && opts.bearer_token.is_none() {
         opts.bearer_token = std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty());
     }
-    HttpSource::open(http.clone(), opts).map(Arc::new)
+    HttpSource::open_in(http.clone(), opts, opening.agent.clone(), opening.until).map(Arc::new)
 }
 
 /// Opens the object `url` names as a byte source of whichever kind it needs: HTTP(S) and the
 /// Hub ([`open_source`]), or with the `object-store` feature S3, GCS and Azure.
 pub fn open_any(url: &RemoteUrl, opts: &HttpOptions) -> Result<Arc<dyn ReadAt>, RemoteError> {
-    open_tracked(url, opts).map(|(source, _)| source)
+    let (source, http) = open_tracked(url, opts, &Opening::new(opts))?;
+    if let Some(h) = http {
+        h.opened();
+    }
+    Ok(source)
 }
 
 /// A source, and the same source as an [`HttpSource`] (for its statistics) when it is one.
 type Tracked = (Arc<dyn ReadAt>, Option<Arc<HttpSource>>);
 
 /// [`open_any`], and the HTTP source again for its statistics.
-fn open_tracked(url: &RemoteUrl, opts: &HttpOptions) -> Result<Tracked, RemoteError> {
+fn open_tracked(
+    url: &RemoteUrl,
+    opts: &HttpOptions,
+    opening: &Opening,
+) -> Result<Tracked, RemoteError> {
     #[cfg(feature = "object-store")]
     if let RemoteUrl::ObjectStore { .. } = url {
         let source: Arc<dyn ReadAt> = Arc::new(crate::object::ObjectSource::open(url)?);
         return Ok((source, None));
     }
-    let http = open_source(url, opts)?;
+    let http = open_source_in(url, opts, opening)?;
     Ok((http.clone(), Some(http)))
 }
 
@@ -107,12 +140,30 @@ fn open_error(url: &RemoteUrl, e: RemoteError) -> StreamError {
 /// directory) and the whole set opens as [`Model::Split`]. Network failures are
 /// [`StreamError::Open`] or [`StreamError::Io`] errors whose `io::Error` carries a
 /// [`RemoteError`] ([`RemoteError::find_in`]).
+///
+/// The sources share one connection pool (a set's shards are siblings on one host), a
+/// shard's open response body is closed once its header is read, and the whole open — every
+/// shard's header — is bounded by [`HttpOptions::open_deadline`] (`remote::open_timeout`).
 pub fn open_model(
     url: &RemoteUrl,
     http: &HttpOptions,
     options: &OpenOptions,
 ) -> Result<RemoteModel, StreamError> {
-    let (source, tracked) = open_tracked(url, http).map_err(|e| open_error(url, e))?;
+    let opening = Opening::new(http);
+    let model = open_model_in(url, http, options, &opening)?;
+    for s in &model.sources {
+        s.opened();
+    }
+    Ok(model)
+}
+
+fn open_model_in(
+    url: &RemoteUrl,
+    http: &HttpOptions,
+    options: &OpenOptions,
+    opening: &Opening,
+) -> Result<RemoteModel, StreamError> {
+    let (source, tracked) = open_tracked(url, http, opening).map_err(|e| open_error(url, e))?;
     let model = Model::from_named_source(source.clone(), name_of(url), options)?;
     let count = split_key(&model, KEY_COUNT)?;
     let count = match (&model, count) {
@@ -155,13 +206,16 @@ pub fn open_model(
             && let Some(g) = given.take()
         {
             files.push(g);
+            if let Some(t) = &tracked {
+                t.release();
+            }
             sources.extend(tracked.clone());
             continue;
         }
         let shard_path = name.path_of(u64::from(i));
         let file_name = shard_path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
         let shard_url = url.sibling(file_name);
-        let (shard, shard_tracked) = match open_tracked(&shard_url, http) {
+        let (shard, shard_tracked) = match open_tracked(&shard_url, http, opening) {
             Ok(s) => s,
             Err(e) if e.status == Some(404) => {
                 return Err(StreamError::Split(sipllm_streaming::SplitSetError::MissingShard {
@@ -174,6 +228,9 @@ pub fn open_model(
             Err(e) => return Err(open_error(&shard_url, e)),
         };
         files.push(GgufFile::from_named_source(shard.clone(), name_of(&shard_url), options)?);
+        if let Some(t) = &shard_tracked {
+            t.release();
+        }
         sources.extend(shard_tracked);
     }
     let set = SplitFile::from_files(files)?;

@@ -131,6 +131,9 @@ struct Shared {
     log: Mutex<Vec<Logged>>,
     requests: AtomicU64,
     body_bytes: AtomicU64,
+    /// Connections accepted, and of those the ones still open.
+    accepted: AtomicU64,
+    open: AtomicU64,
     stop: AtomicBool,
 }
 
@@ -159,6 +162,8 @@ impl TestServer {
             log: Mutex::new(Vec::new()),
             requests: AtomicU64::new(0),
             body_bytes: AtomicU64::new(0),
+            accepted: AtomicU64::new(0),
+            open: AtomicU64::new(0),
             stop: AtomicBool::new(false),
         });
         let s = shared.clone();
@@ -192,6 +197,16 @@ impl TestServer {
         self.shared.body_bytes.load(Ordering::SeqCst)
     }
 
+    /// Connections accepted so far (a client that reuses connections opens few).
+    pub fn connections(&self) -> u64 {
+        self.shared.accepted.load(Ordering::SeqCst)
+    }
+
+    /// Connections open now (accepted and not yet closed by either side).
+    pub fn open_connections(&self) -> u64 {
+        self.shared.open.load(Ordering::SeqCst)
+    }
+
     /// Every request received so far.
     pub fn log(&self) -> Vec<Logged> {
         self.shared.log.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -212,8 +227,11 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>) {
         match listener.accept() {
             Ok((stream, _)) => {
                 let s = shared.clone();
+                s.accepted.fetch_add(1, Ordering::SeqCst);
+                s.open.fetch_add(1, Ordering::SeqCst);
                 std::thread::spawn(move || {
                     let _ = serve_connection(stream, &s);
+                    s.open.fetch_sub(1, Ordering::SeqCst);
                 });
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {

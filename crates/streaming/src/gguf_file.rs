@@ -68,6 +68,10 @@ impl Container for Gguf<HeaderBytes> {
         Some(Meta::from_gguf(entry.key, entry.value))
     }
 
+    fn endian(&self) -> sipllm_gguf::Endian {
+        Gguf::endian(self)
+    }
+
     fn metadata(&self) -> Box<dyn Iterator<Item = (MetaStr<'_>, Meta<'_>)> + '_> {
         Box::new(Gguf::metadata(self).map(|e| (e.key, Meta::from_gguf(e.key, e.value))))
     }

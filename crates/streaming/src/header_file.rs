@@ -61,6 +61,10 @@ pub trait Container: sealed::Sealed + std::fmt::Debug + Send + Sync + Sized {
     #[doc(hidden)]
     fn meta(&self, key: &str) -> Option<Meta<'_>>;
 
+    /// The byte order the file stores numbers in.
+    #[doc(hidden)]
+    fn endian(&self) -> sipllm_gguf::Endian;
+
     /// Every metadata pair, in file order.
     #[doc(hidden)]
     fn metadata(&self) -> Box<dyn Iterator<Item = (MetaStr<'_>, Meta<'_>)> + '_>;
@@ -208,6 +212,10 @@ impl<C: Container> WeightSource for HeaderFile<C> {
 
     fn file_size(&self) -> u64 {
         self.store.file_size()
+    }
+
+    fn endian(&self) -> sipllm_gguf::Endian {
+        self.ast.endian()
     }
 }
 

@@ -70,6 +70,11 @@ impl Container for Llmw<HeaderBytes> {
         Meta::from_llmw(MetaStr::from(entry.key), entry.value)
     }
 
+    /// `.llmw` stores every number little-endian (docs/llmw.md).
+    fn endian(&self) -> sipllm_gguf::Endian {
+        sipllm_gguf::Endian::Little
+    }
+
     fn metadata(&self) -> Box<dyn Iterator<Item = (MetaStr<'_>, Meta<'_>)> + '_> {
         Box::new(Llmw::metadata(self).filter_map(|e| {
             let key = MetaStr::from(e.key);

@@ -3,11 +3,13 @@
 //!
 //! A model file is untrusted input. A key holding `ESC [ 2 J` would clear the screen if printed
 //! raw; a C1 control (`U+009B`) or a bidirectional override (`U+202E`, "Trojan Source") can
-//! hide or reorder what is shown. So control characters (C0, DEL, C1), Unicode format
-//! characters that change how text is laid out (bidi controls, zero-width characters, the BOM,
-//! line and paragraph separators) and bytes that are not UTF-8 are written as escapes:
-//! `\n`, `\r`, `\t`, `\u{1b}`, `\u{202e}`, `\xff`. Everything else, including non-ASCII text
-//! (CJK, emoji, `Ġ`), is shown as is.
+//! hide or reorder what is shown, and an invisible character makes two names print alike
+//! (`output.weight` and `output.weight` + the tag U+E0041). So control characters (C0, DEL,
+//! C1), invisible characters by Unicode property (default-ignorable code points, format
+//! characters, line and paragraph separators, U+2800: [`sipllm_gguf::is_invisible`], a table
+//! generated from the Unicode Character Database) and bytes that are not UTF-8 are written as
+//! escapes: `\n`, `\r`, `\t`, `\u{1b}`, `\u{202e}`, `\xff`. Everything else, including
+//! non-ASCII text (CJK, emoji, `Ġ`), is shown as is.
 //!
 //! The backslash itself is always escaped (`\\`), so the encoding is unambiguous: a name
 //! holding a line feed (`a\nb`) and one holding a backslash and an `n` (`a\\nb`) never print
@@ -17,19 +19,59 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-/// True for characters that must never reach a terminal raw.
+/// True for characters that must never reach a terminal raw: controls and invisible
+/// characters ([`sipllm_gguf::is_invisible`]).
 pub fn is_unsafe_char(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{061c}'              // Arabic letter mark (bidi)
-            | '\u{200b}'..='\u{200f}' // zero-width space/joiners, LRM, RLM
-            | '\u{2028}'..='\u{202e}' // line/paragraph separators, bidi embeddings and overrides
-            | '\u{2060}'..='\u{2069}' // word joiner, invisible operators, bidi isolates
-            | '\u{206a}'..='\u{206f}' // deprecated format characters
-            | '\u{feff}'              // byte order mark / zero-width no-break space
-            | '\u{fff9}'..='\u{fffb}' // interlinear annotation controls
-        )
+    c.is_control() || sipllm_gguf::is_invisible(c)
+}
+
+/// The UTF-8 lead bytes of every character [`push`] may escape: controls, `"`, `\`, and the
+/// lead bytes of every invisible range (derived from the table, so a new range cannot be
+/// missed by the fast path).
+static MAY_ESCAPE: [bool; 256] = may_escape_table();
+
+/// Whether `b` may begin a character this module escapes (no character without such a byte
+/// in its UTF-8 encoding is ever escaped): the whole-text fast paths' prefilter.
+pub fn may_escape(b: u8) -> bool {
+    MAY_ESCAPE[usize::from(b)]
+}
+
+const fn may_escape_table() -> [bool; 256] {
+    /// The first byte of `cp`'s UTF-8 encoding (monotonic in `cp`).
+    const fn lead(cp: u32) -> usize {
+        (if cp < 0x80 {
+            cp
+        } else if cp < 0x800 {
+            0xc0 | cp >> 6
+        } else if cp < 0x1_0000 {
+            0xe0 | cp >> 12
+        } else {
+            0xf0 | cp >> 18
+        }) as usize
+    }
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 0x20 {
+        t[b] = true;
+        b += 1;
+    }
+    t[0x7f] = true;
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    // C1 controls, U+0080–U+009F.
+    t[0xc2] = true;
+    let ranges = sipllm_gguf::INVISIBLE_RANGES;
+    let mut i = 0;
+    while i < ranges.len() {
+        let (lo, hi) = ranges[i];
+        let mut l = lead(lo);
+        while l <= lead(hi) {
+            t[l] = true;
+            l += 1;
+        }
+        i += 1;
+    }
+    t
 }
 
 /// How a string is escaped.
@@ -115,12 +157,8 @@ pub fn push(out: &mut String, bytes: &[u8], style: Style, max_chars: usize) -> b
     for chunk in bytes.utf8_chunks() {
         let valid = chunk.valid();
         // Most text needs no escape: copy it whole (linear, one pass to check, one to count).
-        // Every escaped character has one of these bytes in its UTF-8 encoding: C0 controls,
-        // `"`, `\`, DEL, and the lead bytes of the ranges `is_unsafe_char` covers (U+0080–U+00BF,
-        // U+0600–U+063F, U+2000–U+2FFF, U+F000–U+FFFF).
-        let plain = !valid
-            .bytes()
-            .any(|b| b < 0x20 || matches!(b, b'"' | b'\\' | 0x7f | 0xc2 | 0xd8 | 0xe2 | 0xef));
+        // Every escaped character has one of the `MAY_ESCAPE` bytes in its UTF-8 encoding.
+        let plain = !valid.bytes().any(may_escape);
         let whole = plain && emit(out, valid, valid.bytes().filter(|&b| b & 0xc0 != 0x80).count());
         if !whole {
             for c in valid.chars() {
@@ -192,6 +230,30 @@ mod tests {
         assert_eq!(text("abc\u{202e}def".as_bytes()), "abc\\u{202e}def");
         assert_eq!(text(b"a\nb\tc\rd\x7f"), "a\\nb\\tc\\rd\\u{7f}");
         assert_eq!(text("\u{feff}x\u{200b}".as_bytes()), "\\u{feff}x\\u{200b}");
+    }
+
+    /// Issue 26, item 9: invisible characters by property, not by a list.
+    #[test]
+    fn invisible_characters_are_escaped() {
+        assert_eq!(text("output.weight\u{e0041}".as_bytes()), "output.weight\\u{e0041}");
+        for (c, shown) in [
+            ('\u{ad}', "\\u{ad}"),
+            ('\u{34f}', "\\u{34f}"),
+            ('\u{180e}', "\\u{180e}"),
+            ('\u{3164}', "\\u{3164}"),
+            ('\u{2800}', "\\u{2800}"),
+            ('\u{115f}', "\\u{115f}"),
+            ('\u{e0000}', "\\u{e0000}"),
+            ('\u{e007f}', "\\u{e007f}"),
+            ('\u{fe00}', "\\u{fe00}"),
+            ('\u{fe0f}', "\\u{fe0f}"),
+            ('\u{e0100}', "\\u{e0100}"),
+            ('\u{e01ef}', "\\u{e01ef}"),
+        ] {
+            assert_eq!(text(format!("a{c}b").as_bytes()), format!("a{shown}b"));
+        }
+        // Visible text stays as it is.
+        assert!(matches!(text("Ġ中🦙⠁".as_bytes()), Cow::Borrowed(_)));
     }
 
     #[test]

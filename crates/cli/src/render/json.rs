@@ -14,12 +14,13 @@ use serde::{Serialize, Serializer};
 use sha2::{Digest, Sha256};
 use sipllm_model::config::{ConfigError, ModelConfig, PerLayer, SlidingWindowPattern};
 
-use crate::render::escape::is_unsafe_char;
+use crate::render::escape::{is_unsafe_char, may_escape};
 use crate::view::{Arr, Entry, SetFile, TensorRow, Val, View, WarningRow, weights};
 
 /// A serde_json formatter that writes compact JSON and additionally escapes, as `\uXXXX`, the
-/// characters JSON allows raw but a terminal would act on (DEL, C1 controls, bidi overrides,
-/// zero-width characters). JSON parsers read them back unchanged.
+/// characters JSON allows raw but a terminal would act on or not show (DEL, C1 controls, bidi
+/// overrides, invisible characters: `escape::is_unsafe_char`). JSON parsers read them back
+/// unchanged.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SafeFormatter;
 
@@ -29,17 +30,19 @@ impl serde_json::ser::Formatter for SafeFormatter {
         writer: &mut W,
         fragment: &str,
     ) -> io::Result<()> {
-        // Every unsafe character's UTF-8 encoding contains one of these bytes (DEL; the lead
-        // bytes of U+0080–U+00BF, U+0600–U+063F, U+2000–U+2FFF and U+F000–U+FFFF): most
-        // fragments have none and are written as they are.
-        if !fragment.bytes().any(|b| matches!(b, 0x7f | 0xc2 | 0xd8 | 0xe2 | 0xef)) {
+        // Every unsafe character's UTF-8 encoding contains one of the escaper's lead bytes:
+        // most fragments have none and are written as they are.
+        if !fragment.bytes().any(may_escape) {
             return writer.write_all(fragment.as_bytes());
         }
         let mut rest = fragment;
         while let Some((i, c)) = rest.char_indices().find(|&(_, c)| is_unsafe_char(c)) {
             writer.write_all(rest.get(..i).unwrap_or_default().as_bytes())?;
-            // Every unsafe character is in the Basic Multilingual Plane: one `\uXXXX`.
-            write!(writer, "\\u{:04x}", c as u32)?;
+            // One `\uXXXX` per UTF-16 unit: a surrogate pair past the BMP (the tags, U+E0000…).
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                write!(writer, "\\u{u:04x}")?;
+            }
             rest = rest.get(i + c.len_utf8()..).unwrap_or_default();
         }
         writer.write_all(rest.as_bytes())

@@ -147,3 +147,35 @@ fn inspect_an_invalid_file_shows_the_diagnostic() {
     assert_eq!(doc["warnings"].as_array().unwrap().len(), 2);
     assert_eq!(doc["warnings"][0]["code"], "gguf::metadata::duplicate_key");
 }
+
+/// Issue 26, item 9: a name with an invisible character (here a tag, U+E0041) never reaches
+/// the output raw, so it cannot print like the name without it; `validate` warns about it.
+#[test]
+fn invisible_characters_in_names_are_escaped_and_warned_about() {
+    use sipllm_gguf::GgmlType;
+    use sipllm_testkit::{GgufBuilder, Value};
+    let dir = temp_dir("invisible-names");
+    let bytes = GgufBuilder::new()
+        .kv("general.architecture", Value::str("llama"))
+        .kv("general.name", Value::str("a\u{ad}b\u{2800}c\u{fe0f}"))
+        .tensor("output.weight", GgmlType::F32, &[4])
+        .tensor("output.weight\u{e0041}", GgmlType::F32, &[4])
+        .build();
+    let file = write(&dir, "invisible.gguf", &bytes);
+    for args in [vec!["tensors", &file], vec!["inspect", &file], vec!["inspect", "--json", &file]] {
+        let run = sipllm(&dir, &args);
+        assert_eq!(run.code, Some(0), "{}", run.transcript());
+        for c in ['\u{e0041}', '\u{ad}', '\u{2800}', '\u{fe0f}'] {
+            assert!(!run.stdout.contains(c), "{args:?}: U+{:04X} raw", u32::from(c));
+        }
+        if args.contains(&"--json") {
+            // JSON readers get the names back exactly (a surrogate pair past the BMP).
+            assert!(run.stdout.contains(r"output.weight\udb40\udc41"), "{}", run.stdout);
+        } else if args[0] == "tensors" {
+            assert!(run.stdout.contains(r"output.weight\u{e0041}"), "{}", run.stdout);
+        }
+    }
+    let run = sipllm(&dir, &["validate", &file]);
+    assert!(run.stdout.contains("gguf::tensor::invisible_char"), "{}", run.transcript());
+    assert!(run.stdout.contains("U+E0041"), "{}", run.transcript());
+}

@@ -18,7 +18,10 @@
 //! deliberate differences of `docs/parser.md` (ggml accepts, the file cannot be used), each
 //! recognised from ggml's own answer: D1 tensor data past the end of the file, D2 an element
 //! count that overflows ggml's `int64_t` (D3: and a byte size ggml wraps to 0), D4 a tensor
-//! size that `GGML_PAD` wraps past 2^64.
+//! size that `GGML_PAD` wraps past 2^64; and one where both accept: D5 a tensor name with a
+//! NUL byte, which ggml cuts there and the llama-cpp profile keeps whole (with the warning
+//! `gguf::tensor::nul_in_name`). sipllm's names are compared whole, so D5 is seen, not
+//! hidden by cutting both sides.
 //!
 //! Without `SIPLLM_GGML_DUMPER` the run is skipped, loudly. Run it with
 //! `SIPLLM_GGML_DUMPER=/path/to/gguf-dump cargo test --release -p sipllm-fuzzcheck --test
@@ -137,8 +140,8 @@ fn inputs() -> (Vec<Mutant>, bool) {
     (out, have_shared)
 }
 
-/// sipllm's answer, in the dumper's JSON shape (C-string keys and names, as ggml returns
-/// them), or the code of the error `validate` reported.
+/// sipllm's answer, in the dumper's JSON shape (C-string keys, as ggml returns them; tensor
+/// names whole, as sipllm reads them: see D5), or the code of the error `validate` reported.
 fn sipllm(path: &Path) -> Result<Json, String> {
     let settings = OpenSettings { profile: Profile::LlamaCpp, ..OpenSettings::default() };
     let outcome = validate::check(path, &settings, false);
@@ -181,7 +184,7 @@ fn sipllm(path: &Path) -> Result<Json, String> {
             let mut ne = [1u64; 4];
             ne.iter_mut().zip(t.info.dims()).for_each(|(n, &d)| *n = d);
             json!({
-                "name": hex(c_str(t.name.as_bytes())),
+                "name": hex(t.name.as_bytes()),
                 "type": t.info.ggml_type().code(),
                 "ne": ne,
                 "offset": t.info.offset(),
@@ -254,6 +257,24 @@ fn deliberate(ggml: &Json, code: &str, file_len: u64) -> Option<&'static str> {
     None
 }
 
+/// D5: both accept and read the same, except that tensor names ggml cut at a NUL byte are
+/// whole in sipllm's reading (hex-encoded, as `sipllm` answers).
+fn names_kept_past_nul(ggml: &Json, ours: &Json) -> bool {
+    let Some(tensors) = ours["tensors"].as_array() else { return false };
+    let mut cut = ours.clone();
+    let mut any = false;
+    for (i, t) in tensors.iter().enumerate() {
+        let Some(name) = t["name"].as_str() else { return false };
+        // Whole bytes of a hex name: NUL is a `00` at an even position.
+        let nul = (0..name.len()).step_by(2).find(|&k| name.get(k..k + 2) == Some("00"));
+        if let Some(k) = nul {
+            any = true;
+            cut["tensors"][i]["name"] = json!(name.get(..k).unwrap_or_default());
+        }
+    }
+    any && first_difference(ggml, &cut, "$").is_none()
+}
+
 /// Runs the dumper on `paths`: one JSON line per path; a path whose line is missing (the
 /// dumper crashed) is run alone, and a crash there is recorded as such.
 fn ggml(dumper: &Path, paths: &[PathBuf]) -> Vec<Json> {
@@ -311,6 +332,11 @@ fn llama_cpp_profile_agrees_with_ggml() {
             let verdict = match (theirs["ok"].as_bool() == Some(true), &ours) {
                 (true, Ok(view)) => match first_difference(&theirs, view, "$") {
                     None => "both accept, same reading".to_string(),
+                    Some(_) if names_kept_past_nul(&theirs, view) => {
+                        let d = "D5 tensor name kept past a NUL";
+                        report.push(json!({"input": m.name, "deliberate": d}));
+                        format!("deliberate {d}")
+                    }
                     Some(diff) => {
                         disagreements.push(format!("{}: {diff}", m.name));
                         "DISAGREE: both accept, different reading".to_string()
@@ -411,6 +437,17 @@ fn answers_are_compared_and_deliberate_differences_recognised() {
         Some("D4 padded size wrapped past 2^64")
     );
     assert_eq!(deliberate(&small, "gguf::layout::offset_overflow", 80), None);
+    // D5: a name ggml cut at a NUL that sipllm keeps whole; any other difference is not it.
+    let ours = |name: &str| json!({"ok": true, "tensors": [{"name": name, "offset": 0}]});
+    let theirs = ours("7430");
+    assert!(names_kept_past_nul(&theirs, &ours("7430007a")));
+    assert!(!names_kept_past_nul(&theirs, &ours("7430")));
+    assert!(!names_kept_past_nul(&theirs, &ours("7431007a")));
+    // `00` straddling two bytes (0x70, 0x0a) is no NUL.
+    assert!(!names_kept_past_nul(&ours("7"), &ours("700a")));
+    let mut moved = ours("7430007a");
+    moved["tensors"][0]["offset"] = json!(32);
+    assert!(!names_kept_past_nul(&theirs, &moved));
     // Field by field, with the path of the first difference.
     let mut other = small.clone();
     other["tensors"][0]["offset"] = json!(32);

@@ -935,7 +935,7 @@ fn escape_and_differential_cases() -> Vec<Case> {
 /// against ggml"), each with what ggml does: the llama-cpp profile now judges these bytes as
 /// ggml does, and the strict profile refuses what ggml reads differently from other readers.
 /// The last cases are the deliberate differences: ggml accepts, the file cannot be used, and
-/// every profile refuses.
+/// every profile refuses (D1–D3), and D5, a name ggml reads cut at a NUL byte.
 fn ggml_oracle_cases() -> Vec<Case> {
     let mut cases = Vec::new();
     let nul_key = |at| tolerated(ErrorKind::NulInKey, "gguf::metadata::nul_in_key", at);
@@ -1107,6 +1107,30 @@ fn ggml_oracle_cases() -> Vec<Case> {
             wrapped(F32, &[1 << 32, 1 << 32]),
         )
         .all(count()),
+    );
+    // D5: ggml cuts a tensor name at its first NUL (the tensor `w`); the llama-cpp and
+    // lenient profiles keep the name whole and say so, strict refuses it. Both accept here:
+    // the difference is in the reading, which the differential compares whole.
+    let keeps_whole = || {
+        loads_warning(vec![tolerated(ErrorKind::NulInName, "gguf::tensor::nul_in_name", 32)], |g| {
+            let t = g.tensor("w\0x").expect("the whole name");
+            assert_eq!(t.name.as_bytes(), b"w\0x");
+            assert!(g.tensor("w").is_none(), "the cut name is not a name here");
+        })
+    };
+    cases.push(
+        case(
+            "ggml reads differently (deliberate D5): a tensor name kept past a NUL",
+            tensors_file(vec![tensor("w\0x", F32, &[4])]).build(),
+        )
+        .strict(err(
+            ErrorKind::NulInName,
+            "gguf::tensor::nul_in_name",
+            32,
+            r#"tensor[0] "w\0x" name"#,
+        ))
+        .llama(keeps_whole())
+        .lenient(keeps_whole()),
     );
     cases
 }

@@ -749,6 +749,7 @@ fn every_warning_kind() -> Vec<WarningKind> {
         KeyTooLong { len: 65_536 },
         NameRejectedByLlamaCpp,
         EmptyTensorName,
+        InvisibleInName { ch: '\u{e0041}', at: 13 },
         TensorGap { gap: 32 },
         OutOfOrder,
         NonZeroPadding,
@@ -871,6 +872,17 @@ fn warn_cases() -> Vec<(&'static str, Profile, Vec<u8>, Expected)> {
             (WarningKind::EmptyTensorName, "gguf::tensor::empty_name", 32),
         ),
         (
+            // Prints like `output.weight`: a tag character (issue 26, item 9).
+            "warning_invisible_in_name",
+            Profile::Strict,
+            one_tensor(tensor("output.weight\u{e0041}", F32, &[4])),
+            (
+                WarningKind::InvisibleInName { ch: '\u{e0041}', at: 13 },
+                "gguf::tensor::invisible_char",
+                32,
+            ),
+        ),
+        (
             "warning_tensor_gap",
             Profile::Strict,
             tensors_file(vec![
@@ -950,6 +962,7 @@ warn_tests!(
     warning_key_too_long,
     warning_name_rejected_by_llama_cpp,
     warning_empty_tensor_name,
+    warning_invisible_in_name,
     warning_tensor_gap,
     warning_out_of_order,
     warning_non_zero_padding,
