@@ -178,4 +178,8 @@ impl WeightSource for GgufFile {
     fn file_size(&self) -> u64 {
         self.store.file_size()
     }
+
+    fn endian(&self) -> sipllm_gguf::Endian {
+        self.gguf.endian()
+    }
 }

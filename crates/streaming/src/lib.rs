@@ -141,7 +141,7 @@ pub use owned::OwnedStrs;
 pub use sipllm_gguf::value::MetaStr;
 /// What [`WeightSource::read_f32`] returns: an owned `[f32]` (sipllm-quants').
 pub use sipllm_quants::Values;
-pub use source::values::VALUES_CHUNK_BYTES;
+pub use source::values::{VALUES_CHUNK_BYTES, to_little_endian};
 pub use source::{TensorInfo, WeightSource};
 pub use split::SplitFile;
 pub use store::TensorStore;

@@ -172,4 +172,9 @@ impl WeightSource for LlmwFile {
     fn file_size(&self) -> u64 {
         self.store.file_size()
     }
+
+    /// `.llmw` stores every number little-endian (docs/llmw.md).
+    fn endian(&self) -> sipllm_gguf::Endian {
+        sipllm_gguf::Endian::Little
+    }
 }

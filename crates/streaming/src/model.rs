@@ -354,6 +354,10 @@ impl WeightSource for Model {
     fn file_size(&self) -> u64 {
         self.as_weight_source().file_size()
     }
+
+    fn endian(&self) -> sipllm_gguf::Endian {
+        self.as_weight_source().endian()
+    }
 }
 
 /// Opens the model file at `path`, GGUF or `.llmw`, as a boxed [`WeightSource`]: the format is

@@ -99,6 +99,13 @@ pub trait WeightSource: Send + Sync {
     /// The size of the underlying file in bytes.
     fn file_size(&self) -> u64;
 
+    /// The byte order the file stores numbers in: [`Endian::Big`](sipllm_gguf::Endian::Big)
+    /// only for a big-endian GGUF (and a split set of them); `.llmw` is little-endian.
+    /// [`read_f32`](Self::read_f32) byte-swaps the elements of a big-endian file's
+    /// whole-element types by it; [`read_raw`](Self::read_raw) returns the bytes as stored.
+    /// Required, so no source can forget it and hand out byte-swapped values as data.
+    fn endian(&self) -> sipllm_gguf::Endian;
+
     /// The whole of `tensor`'s values as f32 (dequantized as gguf-py does, bit for bit), in
     /// a new [`Values`](crate::Values) (a `[f32]` in memory fast to write the first time:
     /// huge pages for big tensors; [`into_vec`](crate::Values::into_vec) for a `Vec`).

@@ -49,7 +49,7 @@ pub fn run(args: &ReadArgs, ctx: &Ctx) -> io::Result<Exit> {
         )));
     };
     if let Some(as_type) = args.as_type {
-        return crate::commands::values::read(args, as_type, &opened, source, tensor, ctx);
+        return crate::commands::values::read(args, as_type, source, tensor, ctx);
     }
     let nbytes = match tensor.byte_size() {
         Ok(n) => n,

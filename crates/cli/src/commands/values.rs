@@ -7,7 +7,6 @@ use std::ops::Range;
 use std::path::Path;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use sipllm_gguf::Endian;
 use sipllm_streaming::{StreamError, TensorInfo, WeightSource};
 
 use crate::cli::{ReadArgs, TensorsArgs, ValueFormat, ValueType};
@@ -25,15 +24,11 @@ const CHUNK_VALUES: u64 = 1 << 20;
 pub fn read(
     args: &ReadArgs,
     as_type: ValueType,
-    opened: &Opened,
     source: &dyn WeightSource,
     tensor: &TensorInfo,
     ctx: &Ctx,
 ) -> io::Result<Exit> {
     let ValueType::F32 = as_type;
-    if let Some(exit) = refuse_big_endian(opened) {
-        return Ok(exit);
-    }
     if !sipllm_quants::is_supported(tensor.ggml_type) {
         let e = StreamError::Tensor(sipllm_streaming::TensorError::Dequant {
             tensor: tensor.name.clone(),
@@ -86,18 +81,6 @@ pub fn read(
             Ok(exit)
         }
     }
-}
-
-/// Values of a big-endian file are not computed: gguf-py itself byte-swaps only whole-element
-/// arrays there, so there is no reference for the quantized types, and a wrong byte order
-/// would give plausible-looking garbage.
-fn refuse_big_endian(opened: &Opened) -> Option<Exit> {
-    (opened.gguf().map(|g| g.endian()) == Some(Endian::Big)).then(|| {
-        usage_error(
-            "this GGUF file is big-endian: tensor values are only computed for little-endian \
-             files (`sipllm read` without --as copies the stored bytes)",
-        )
-    })
 }
 
 /// `--range` with `--as`: element indices.
@@ -241,9 +224,6 @@ pub fn stats(
     let Some(source) = opened.source() else {
         return Ok(usage_error("the file's tensor data cannot be read"));
     };
-    if let Some(exit) = refuse_big_endian(opened) {
-        return Ok(exit);
-    }
     let tensors: Vec<(usize, &TensorInfo)> = source
         .tensors()
         .iter()

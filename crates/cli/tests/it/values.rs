@@ -95,3 +95,49 @@ fn tensors_stats() {
     let run = sipllm(&dir, &["tensors", "--stats", "--json", &file]);
     assert_eq!(run.code, Some(2), "--stats and --json conflict");
 }
+
+/// A big-endian GGUF reads to exactly its little-endian twin's values: every tensor through
+/// `read --as f32` (raw and npy), and `tensors --stats` prints the same table.
+#[test]
+fn big_endian_values_equal_the_little_endian_twin() {
+    let Some(shared) = crate::support::shared("big_endian_values_equal_the_little_endian_twin")
+    else {
+        return;
+    };
+    let dir = temp_dir("values-big-endian");
+    let generated = shared.join("corpus/generated");
+    let (be, le) = (generated.join("tiny-llama.be.gguf"), generated.join("tiny-llama.le.gguf"));
+    let (be, le) = (be.to_str().unwrap(), le.to_str().unwrap());
+    use sipllm_streaming::WeightSource as _;
+    let opened =
+        sipllm_streaming::GgufFile::open(le, &sipllm_streaming::OpenOptions::default()).unwrap();
+    let names: Vec<String> = opened.tensors().iter().map(|t| t.name.clone()).collect();
+    assert_eq!(names.len(), 8);
+    for name in &names {
+        for format in ["raw", "npy"] {
+            let values = |file: &str, out: &str| {
+                let o = dir.join(out);
+                let run = sipllm(
+                    &dir,
+                    &["read", file, name, "--as", "f32", "--format", format, "-o"]
+                        .into_iter()
+                        .chain([o.to_str().unwrap()])
+                        .collect::<Vec<_>>(),
+                );
+                assert_eq!(run.code, Some(0), "{}", run.transcript());
+                std::fs::read(&o).unwrap()
+            };
+            let (b, l) = (values(be, "be.out"), values(le, "le.out"));
+            assert!(!l.is_empty());
+            assert!(b == l, "{name} --format {format}: the big-endian file's values differ");
+        }
+    }
+    let stats = |file: &str| {
+        let run = sipllm(&dir, &["tensors", "--stats", file]);
+        assert_eq!(run.code, Some(0), "{}", run.transcript());
+        run.stdout
+    };
+    let (b, l) = (stats(be), stats(le));
+    assert!(l.contains("token_embd.weight"), "{l}");
+    assert_eq!(b, l);
+}

@@ -1,8 +1,10 @@
 //! Tensor values: [`WeightSource::read_f32`] and [`WeightSource::read_f32_at`], streaming
-//! whole blocks through `read_raw_at` and dequantizing them with `sipllm-quants`.
+//! whole blocks through `read_raw_at`, byte-swapping a big-endian file's elements and
+//! dequantizing them with `sipllm-quants`.
 
 use std::ops::Range;
 
+use sipllm_gguf::{Endian, GgmlType};
 use sipllm_quants::{DequantError, Values};
 
 use super::{TensorInfo, WeightSource};
@@ -25,6 +27,27 @@ fn layout(tensor: &TensorInfo) -> Result<(u64, u64), StreamError> {
     let (n, b) = sipllm_quants::block_layout(ty)
         .ok_or_else(|| dequant(tensor, DequantError::UnsupportedType { ty }))?;
     Ok((n as u64, b as u64))
+}
+
+/// The format's byte-order rule, in one place: a big-endian GGUF stores each element of a
+/// whole-element type (one element per block: F32, F16, BF16, I8, I16, I32, I64, F64)
+/// byte-swapped, and block-quantized data as the little-endian layout has it (the official
+/// writer, gguf-py's `GGUFWriter`, byte-swaps numpy arrays element by element and writes
+/// quantized blocks, stored as `uint8`, as they are). So the stored bytes of `ty` in a file
+/// of byte order `endian` become little-endian, what the kernels read, by swapping each
+/// element in place; anything else is left as stored.
+pub fn to_little_endian(endian: Endian, ty: GgmlType, bytes: &mut [u8]) {
+    if endian != Endian::Big || ty.block_size() != Some(1) {
+        return;
+    }
+    match ty.type_size() {
+        Some(2) => bytes.chunks_exact_mut(2).for_each(|e| e.swap(0, 1)),
+        Some(width @ (4 | 8)) => {
+            bytes.chunks_exact_mut(width as usize).for_each(<[u8]>::reverse);
+        }
+        // One-byte elements (I8) have no order.
+        _ => {}
+    }
 }
 
 pub(crate) fn read_f32<S: WeightSource + ?Sized>(
@@ -104,6 +127,7 @@ pub(crate) fn read_f32_at<S: WeightSource + ?Sized>(
             .checked_add(block * bb)
             .ok_or_else(|| StreamError::TooLarge { what: "an offset".into(), bytes: u64::MAX })?;
         src.read_raw_at(offset, bytes)?;
+        to_little_endian(src.endian(), tensor.ggml_type, bytes);
         // Element range of this chunk, clipped to the request.
         let chunk_start = block * bn;
         let lo = range.start.max(chunk_start);
@@ -140,4 +164,33 @@ pub(crate) fn read_f32_at<S: WeightSource + ?Sized>(
     }
     debug_assert_eq!(written, dst.len());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_big_endian_whole_elements_are_swapped() {
+        let stored: Vec<u8> = (0u8..16).collect();
+        let swapped = |ty, endian| {
+            let mut b = stored.clone();
+            to_little_endian(endian, ty, &mut b);
+            b
+        };
+        let f32_le: Vec<u8> = stored.chunks(4).flat_map(|c| c.iter().rev().copied()).collect();
+        assert_eq!(swapped(GgmlType::F32, Endian::Big), f32_le);
+        assert_eq!(swapped(GgmlType::I32, Endian::Big), f32_le);
+        let f16_le: Vec<u8> = stored.chunks(2).flat_map(|c| [c[1], c[0]]).collect();
+        assert_eq!(swapped(GgmlType::F16, Endian::Big), f16_le);
+        assert_eq!(swapped(GgmlType::BF16, Endian::Big), f16_le);
+        assert_eq!(swapped(GgmlType::I16, Endian::Big), f16_le);
+        let f64_le: Vec<u8> = stored.chunks(8).flat_map(|c| c.iter().rev().copied()).collect();
+        assert_eq!(swapped(GgmlType::F64, Endian::Big), f64_le);
+        assert_eq!(swapped(GgmlType::I64, Endian::Big), f64_le);
+        // Stored as is: one-byte elements, quantized blocks, and every little-endian file.
+        assert_eq!(swapped(GgmlType::I8, Endian::Big), stored);
+        assert_eq!(swapped(GgmlType::Q8_0, Endian::Big), stored);
+        assert_eq!(swapped(GgmlType::F32, Endian::Little), stored);
+    }
 }

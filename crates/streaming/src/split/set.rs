@@ -526,6 +526,11 @@ impl WeightSource for SplitFile {
     fn file_size(&self) -> u64 {
         self.file_size
     }
+
+    /// Every shard's: opening refuses a set of mixed byte orders.
+    fn endian(&self) -> sipllm_gguf::Endian {
+        self.first().gguf().endian()
+    }
 }
 
 /// Descriptors kept free beside a set's shards (standard streams, an output and its

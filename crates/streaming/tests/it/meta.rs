@@ -210,6 +210,9 @@ impl WeightSource for ToySource {
     fn read_raw_at(&self, offset: u64, dst: &mut [u8]) -> Result<(), StreamError> {
         self.store.read_raw_at(offset, dst)
     }
+    fn endian(&self) -> sipllm_gguf::Endian {
+        sipllm_gguf::Endian::Little
+    }
     fn meta(&self, key: &str) -> Option<Meta<'_>> {
         self.metadata().find(|(k, _)| *k == key).map(|(_, v)| v)
     }

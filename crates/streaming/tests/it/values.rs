@@ -37,6 +37,35 @@ fn corpus_values_equal_gguf_py() {
     }
 }
 
+/// A big-endian GGUF's values are its little-endian twin's, bit for bit, for every tensor:
+/// F32 and F16 stored byte-swapped, Q8_0 blocks stored as written.
+#[test]
+fn big_endian_values_equal_the_little_endian_twin() {
+    let Some(shared) = shared_dir("big_endian_values_equal_the_little_endian_twin") else {
+        return;
+    };
+    let open = |name: &str| {
+        GgufFile::open(shared.join("corpus/generated").join(name), &OpenOptions::default()).unwrap()
+    };
+    let (be, le) = (open("tiny-llama.be.gguf"), open("tiny-llama.le.gguf"));
+    assert_eq!(be.endian(), sipllm_gguf::Endian::Big);
+    assert_eq!(le.endian(), sipllm_gguf::Endian::Little);
+    assert_eq!(be.tensors().len(), le.tensors().len());
+    let mut types = std::collections::BTreeSet::new();
+    for (b, l) in be.tensors().iter().zip(le.tensors()) {
+        assert_eq!((&b.name, b.ggml_type, &b.shape), (&l.name, l.ggml_type, &l.shape));
+        types.insert(b.ggml_type.name());
+        let (vb, vl) = (be.read_f32(b).unwrap(), le.read_f32(l).unwrap());
+        assert_eq!(bits(&vb), bits(&vl), "{}", b.name);
+        // A range inside the tensor too (the chunked path, a partial first element block).
+        let n = b.element_count().unwrap();
+        let mut part = vec![0f32; (n - 1) as usize];
+        be.read_f32_at(b, 1..n, &mut part).unwrap();
+        assert_eq!(bits(&part), bits(&vl[1..]), "{} 1..", b.name);
+    }
+    assert_eq!(types.into_iter().collect::<Vec<_>>(), ["F16", "F32", "Q8_0"]);
+}
+
 fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
