@@ -41,6 +41,9 @@ pub enum BackupDefect {
     HeaderPastEnd,
     /// A recorded run reaches past the recorded header region.
     RunPastHeader,
+    /// Not a regular file (a FIFO, a device, a socket): refused before reading a byte, so a
+    /// FIFO never hangs recovery and `/dev/zero` is never read without bound.
+    NotAFile,
 }
 
 /// Writing an output file failed or was refused; the destination was left as it was.
@@ -494,6 +497,10 @@ fn bad_backup(path: &Path, backup: &Path, defect: BackupDefect) -> String {
         }
         BackupDefect::NotARecord => format!(
             "{b} is not a header backup sipllm wrote (or it is damaged); {m} was not changed"
+        ),
+        BackupDefect::NotAFile => format!(
+            "{b} is not a regular file (a FIFO, a device or a socket), so it is no header \
+             backup; {m} was not changed"
         ),
     }
 }

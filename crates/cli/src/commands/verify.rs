@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sha1::Digest as _;
-use sipllm_streaming::WeightSource;
+use sipllm_streaming::{StreamError, WeightSource};
 
 use crate::cli::{HashKind, ManifestFormat, VerifyArgs};
 use crate::commands::{open_or_report, refuse_input_as_output, report_open_error, usage_error};
@@ -262,15 +262,45 @@ struct Hashes {
     bytes_read: u64,
 }
 
+/// The most bytes `--check` reads of a manifest: a line per tensor and hash kind, so the
+/// 2^20 tensors a header within the parser's default limits holds at 256 bytes a line.
+const MANIFEST_MAX_BYTES: u64 = 256 << 20;
+
+/// The text of the manifest at `path`: a regular file of at most [`MANIFEST_MAX_BYTES`],
+/// opened without blocking (a FIFO or `/dev/zero` is refused at once, not read forever), in
+/// UTF-8; otherwise the message saying why not.
+fn read_manifest(path: &Path) -> Result<String, String> {
+    let bytes = sipllm_edit::read_file_capped(path, MANIFEST_MAX_BYTES).map_err(|e| {
+        let why = match &e {
+            sipllm_edit::InputError::TooLarge { max, .. } => {
+                format!(
+                    "it holds more than {max} bytes, more than any manifest (reading stopped there)"
+                )
+            }
+            sipllm_edit::InputError::Read(StreamError::NotAFile { kind, .. }) => {
+                format!("it is {kind}, not a regular file: a manifest is a file")
+            }
+            sipllm_edit::InputError::Read(
+                StreamError::Open { source, .. } | StreamError::Io { source, .. },
+            ) => source.to_string(),
+            other => other.to_string(),
+        };
+        format!("cannot read the manifest {}: {why} ({})", show(path), e.code())
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        format!("{}: not UTF-8 text (byte {})", show(path), e.utf8_error().valid_up_to())
+    })
+}
+
 /// Runs `verify`.
 pub fn run(args: &VerifyArgs, ctx: &Ctx) -> io::Result<Exit> {
     let expected = match &args.check {
-        Some(path) => match std::fs::read_to_string(path) {
+        Some(path) => match read_manifest(path) {
             Ok(text) => match parse_any_manifest(&text) {
                 Ok(m) => Some(m),
                 Err(e) => return Ok(usage_error(&format!("{}: {e}", show(path)))),
             },
-            Err(e) => return Ok(usage_error(&format!("cannot read {}: {e}", show(path)))),
+            Err(msg) => return Ok(usage_error(&msg)),
         },
         None => None,
     };

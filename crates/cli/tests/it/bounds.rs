@@ -147,6 +147,39 @@ fn set_file_is_bounded_whatever_the_source() {
     assert!(run.stdout.contains("\"{{ bos_token }}\""), "{}", run.stdout);
 }
 
+/// `verify --check` reads its manifest through the capped, regular-files-only reader:
+/// `/dev/zero` (it grew to 24 GB and was killed), a FIFO (it hung) and a file past the cap are
+/// refused before the model is read, with the path and the reason; `edit --recover` refuses a
+/// header backup that is a FIFO the same way (it hung).
+#[test]
+fn auxiliary_inputs_are_regular_files_read_bounded() {
+    let dir = temp_dir("bounds-check");
+    let model = write(&dir, "m.gguf", &valid());
+    mkfifo(&dir.join("m.fifo"));
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero.sha256")).unwrap();
+    // Sparse: one byte past the cap costs no disk, and is refused by its size unread.
+    let big = std::fs::File::create(dir.join("big.sha256")).unwrap();
+    big.set_len((256 << 20) + 1).unwrap();
+    for (manifest, why) in [
+        ("/dev/zero", "it is a character device, not a regular file"),
+        ("zero.sha256", "it is a character device, not a regular file"),
+        ("m.fifo", "it is a FIFO (pipe), not a regular file"),
+        ("big.sha256", "it holds more than 268435456 bytes"),
+    ] {
+        let run = sipllm_within(&dir, &["verify", "--check", manifest, &model], Stdio::null(), 60);
+        assert_eq!(run.code, Some(2), "{manifest}: {}", run.transcript());
+        let expect = format!("cannot read the manifest {manifest}: {why}");
+        assert!(run.stderr.contains(&expect), "{manifest}: {}", run.stderr);
+        assert!(run.stdout.is_empty(), "{manifest}: {}", run.stdout);
+    }
+
+    mkfifo(&dir.join(".m.gguf.header-backup"));
+    let run = sipllm_within(&dir, &["edit", "--recover", &model], Stdio::null(), 60);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+    assert_eq!(std::fs::read(dir.join(&model)).unwrap(), valid(), "the model is not written");
+}
+
 /// Every command refuses a model that is a FIFO, promptly and with a typed error (they all
 /// hung forever), and so does every command given a split set whose second shard is a FIFO.
 #[test]

@@ -311,6 +311,26 @@ fn recover_refuses_what_it_cannot_trust_and_leaves_the_model_alone() {
         );
         assert_eq!(std::fs::read(&path).unwrap(), bytes);
     }
+    // Not a regular file: a FIFO with no writer (an open that blocked forever) and
+    // `/dev/zero` behind a symlink (a read that grew without bound) are refused at once.
+    for special in ["fifo", "zero"] {
+        std::fs::remove_file(&backup).unwrap();
+        match special {
+            "fifo" => {
+                let made = std::process::Command::new("mkfifo").arg(&backup).status().unwrap();
+                assert!(made.success());
+            }
+            _ => std::os::unix::fs::symlink("/dev/zero", &backup).unwrap(),
+        }
+        let e = in_place::recover(&path).unwrap_err();
+        assert!(
+            matches!(e, InPlaceError::BadBackup { defect: BackupDefect::NotAFile, .. }),
+            "{special}: {e:?}"
+        );
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    }
+    std::fs::remove_file(&backup).unwrap();
     // A hand-made record of the documented layout is accepted.
     std::fs::write(&backup, record(len, old, &[(0, block0)])).unwrap();
     let stats = in_place::recover(&path).unwrap();
