@@ -48,9 +48,23 @@ impl AtomicFile {
     /// (exclusively, for as long as it lives: see [`remove_stale_temps`]). A `dest` that
     /// exists and is not a regular file (a device, a FIFO, a directory) is refused
     /// ([`io::ErrorKind::InvalidInput`]): it is never replaced.
+    ///
+    /// Temporaries of the same destination that killed writers left (their process gone, no
+    /// lock held) are removed first ([`remove_stale_temps`]), so a killed `edit -o` does not
+    /// leave a full-size hidden file behind for good: the next write of that output takes it.
     pub fn create(dest: impl AsRef<Path>) -> io::Result<AtomicFile> {
+        AtomicFile::create_with(dest.as_ref(), true)
+    }
+
+    /// [`create`](Self::create) without the sweep: for a writer that swept every one of its
+    /// destinations once already (a split set's shards).
+    pub(crate) fn create_unswept(dest: &Path) -> io::Result<AtomicFile> {
+        AtomicFile::create_with(dest, false)
+    }
+
+    fn create_with(dest: &Path, sweep: bool) -> io::Result<AtomicFile> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let dest = identity::resolve(dest.as_ref());
+        let dest = identity::resolve(dest);
         refuse_special(&dest)?;
         let name = dest
             .file_name()
@@ -59,6 +73,9 @@ impl AtomicFile {
             })?
             .to_owned();
         let dir = dest.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if sweep {
+            remove_stale_temps(dir, &[name.as_os_str()]);
+        }
         loop {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
             let mut tmp_name = std::ffi::OsString::from(".");
@@ -249,8 +266,9 @@ impl Drop for AtomicFile {
 }
 
 /// Removes the temporaries a killed writer left for the destinations `names` in `dir`
-/// (`.NAME.PID-N.tmp`, as [`AtomicFile::create`] names them): those no living process holds
-/// locked. Returns how many were removed. Errors (an unreadable directory) remove nothing.
+/// (`.NAME.PID-N.tmp`, as [`AtomicFile::create`] names them): those whose process (`PID`)
+/// no longer exists and that nobody holds locked. Returns how many were removed. Errors (an
+/// unreadable directory) remove nothing.
 pub fn remove_stale_temps(dir: &Path, names: &[&std::ffi::OsStr]) -> usize {
     let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
     let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
@@ -264,6 +282,12 @@ pub fn remove_stale_temps(dir: &Path, names: &[&std::ffi::OsStr]) -> usize {
             continue;
         }
         let path = entry.path();
+        // A living writer's temporary is never taken, locked or not: it may be between its
+        // creation and its lock, or complete, closed and waiting for its rename (a split
+        // set's shards).
+        if temp_pid(file_name.as_encoded_bytes()).is_none_or(process_lives) {
+            continue;
+        }
         let Ok(file) = File::open(&path) else { continue };
         if matches!(entry.file_type(), Ok(t) if t.is_file())
             && lockable(&file)
@@ -292,12 +316,43 @@ fn lockable(file: &File) -> bool {
 
 /// The destination name a temporary's name `.NAME.PID-N.tmp` stands for.
 fn temp_dest(name: &[u8]) -> Option<&[u8]> {
+    temp_parts(name).map(|(dest, _)| dest)
+}
+
+/// The process id in a temporary's name `.NAME.PID-N.tmp`.
+fn temp_pid(name: &[u8]) -> Option<u32> {
+    let (_, pid) = temp_parts(name)?;
+    std::str::from_utf8(pid).ok()?.parse().ok()
+}
+
+/// `(NAME, PID)` of a temporary's name `.NAME.PID-N.tmp`.
+fn temp_parts(name: &[u8]) -> Option<(&[u8], &[u8])> {
     let rest = name.strip_prefix(b".")?.strip_suffix(b".tmp")?;
     let dot = rest.iter().rposition(|&b| b == b'.')?;
     let (dest, tag) = (rest.get(..dot)?, rest.get(dot + 1..)?);
     let (pid, n) = tag.split_at(tag.iter().position(|&b| b == b'-')?);
     let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
-    (digits(pid) && digits(n.get(1..)?) && !dest.is_empty()).then_some(dest)
+    (digits(pid) && digits(n.get(1..)?) && !dest.is_empty()).then_some((dest, pid))
+}
+
+/// True unless no process with this id exists (this process counts as living). A process
+/// that exists but is another user's (`EPERM`) lives; a reused id of a dead writer only
+/// keeps its temporary until that process ends too. Off Unix, every process lives (nothing
+/// is taken).
+fn process_lives(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else {
+            // Not a valid id (0, or too large): no process has it.
+            return false;
+        };
+        !matches!(rustix::process::test_kill_process(pid), Err(rustix::io::Errno::SRCH))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
 }
 
 /// What a [`copy_range`] did.
