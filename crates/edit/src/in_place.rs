@@ -219,10 +219,8 @@ fn backup_permissions(model: &std::fs::Metadata) -> std::fs::Permissions {
 
 fn remove_file(path: &Path) -> io::Result<()> {
     std::fs::remove_file(path)?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        // Best effort, as for any rename: some file systems cannot sync a directory.
-        let _ = File::open(dir).and_then(|d| d.sync_all());
-    }
+    // Best effort, as for any rename: some file systems cannot sync a directory.
+    crate::write::sync_dir(path);
     Ok(())
 }
 

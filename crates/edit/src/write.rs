@@ -72,7 +72,7 @@ impl AtomicFile {
                 io::Error::new(io::ErrorKind::InvalidInput, "the path has no file name")
             })?
             .to_owned();
-        let dir = dest.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = dir_of(&dest);
         if sweep {
             remove_stale_temps(dir, &[name.as_os_str()]);
         }
@@ -247,11 +247,16 @@ fn keep_mode_and_owner(file: &File, old: &std::fs::Metadata) -> io::Result<()> {
 }
 
 /// Syncs the directory holding `path` (best effort: some file systems cannot open or sync a
-/// directory).
+/// directory), so a rename, link or removal there survives a crash. A bare name
+/// (`-o out.gguf`) is in the current directory, which is synced too.
 pub(crate) fn sync_dir(path: &Path) {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        let _ = File::open(dir).and_then(|d| d.sync_all());
-    }
+    let _ = File::open(dir_of(path)).and_then(|d| d.sync_all());
+}
+
+/// The directory holding `path`: its parent, or `.` for a bare name (whose parent is empty)
+/// and for a root.
+pub(crate) fn dir_of(path: &Path) -> &Path {
+    path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
 impl Drop for AtomicFile {
@@ -270,6 +275,7 @@ impl Drop for AtomicFile {
 /// no longer exists and that nobody holds locked. Returns how many were removed. Errors (an
 /// unreadable directory) remove nothing.
 pub fn remove_stale_temps(dir: &Path, names: &[&std::ffi::OsStr]) -> usize {
+    // `dir` as a path's parent: empty for a bare name.
     let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
     let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
     let wanted: std::collections::HashSet<&[u8]> =
@@ -688,4 +694,29 @@ fn copy_reader(
         return Err(ReaderError::Length(done));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_name_is_in_the_current_directory() {
+        // `-o out.gguf`: the rename is in `.`, which must be synced (it was skipped).
+        assert_eq!(dir_of(Path::new("out.gguf")), Path::new("."));
+        assert_eq!(dir_of(Path::new("./out.gguf")), Path::new("."));
+        assert_eq!(dir_of(Path::new("models/out.gguf")), Path::new("models"));
+        assert_eq!(dir_of(Path::new("/out.gguf")), Path::new("/"));
+        assert_eq!(dir_of(Path::new("/")), Path::new("."));
+    }
+
+    #[test]
+    fn temporary_names_give_their_destination_and_writer() {
+        assert_eq!(temp_dest(b".m.gguf.123-4.tmp"), Some(&b"m.gguf"[..]));
+        assert_eq!(temp_pid(b".m.gguf.123-4.tmp"), Some(123));
+        assert_eq!(temp_pid(b".m.gguf.x-4.tmp"), None);
+        assert_eq!(temp_pid(b"m.gguf.123-4.tmp"), None);
+        assert_eq!(temp_pid(b".m.gguf.99999999999-4.tmp"), None, "no such pid fits a u32");
+        assert!(process_lives(std::process::id()));
+    }
 }
