@@ -1,7 +1,6 @@
 //! One module per command, and what they share: opening a file (or reporting why it cannot be
 //! opened) and compiling `--filter`.
 
-use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -111,12 +110,39 @@ pub fn refuse_input_as_output(
     Ok(())
 }
 
-/// Creates `read -o`'s output file (raw bytes or values), or reports why it cannot be created
-/// (exit code 2). The caller has refused an output that is its input first.
-pub fn create_output(path: &Path) -> Result<File, Exit> {
-    File::create(path).map_err(|e| {
-        usage_error(&format!("cannot create {}: {e}", escape::str(&path.display().to_string())))
-    })
+/// Writes an auxiliary output (`read -o`: raw bytes or values; `verify --manifest`) as model
+/// files are written ([`AtomicFile`](sipllm_edit::write::AtomicFile)): `write` fills a
+/// temporary beside `path`, which replaces `path` only once complete and synced, and only if
+/// `write` returns [`Exit::Ok`]. A kill, a full file system or a failed read leaves the
+/// previous file as it was (and no half-written one). An existing `path` that is not a
+/// regular file — a FIFO, which would block the write forever, or a device — is refused (exit
+/// code 2): it cannot be replaced atomically, and standard output (`-o -`) is the stream
+/// path. The caller has refused an output that is its input first.
+pub fn write_output(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<Exit>) -> Exit {
+    let shown = escape::str(&path.display().to_string()).into_owned();
+    let out = match sipllm_edit::write::AtomicFile::create(path) {
+        Ok(out) => out,
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
+            return usage_error(&format!(
+                "cannot write {shown}: {e} (`-o -` writes to standard output)"
+            ));
+        }
+        Err(e) => return usage_error(&format!("cannot create {shown}: {e}")),
+    };
+    let mut buffered = io::BufWriter::with_capacity(1 << 20, out.file());
+    let exit = match write(&mut buffered) {
+        Ok(Exit::Ok) => Exit::Ok,
+        // Not committed: the temporary is removed and `path` keeps what it held.
+        Ok(exit) => return exit,
+        Err(e) => return usage_error(&format!("cannot write {shown}: {e}")),
+    };
+    if let Err(e) = buffered.into_inner().map_err(io::IntoInnerError::into_error) {
+        return usage_error(&format!("cannot write {shown}: {e}"));
+    }
+    match out.commit() {
+        Ok(()) => exit,
+        Err(e) => usage_error(&format!("cannot write {shown}: {e}")),
+    }
 }
 
 /// Compiles `--filter`, or reports the bad pattern on standard error (exit code 2).

@@ -16,7 +16,6 @@
 //!   namespace, `ef001206-dadc-5f6d-a15f-3359e577d4e5`, over all tensor data).
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -26,7 +25,9 @@ use sha1::Digest as _;
 use sipllm_streaming::{StreamError, WeightSource};
 
 use crate::cli::{HashKind, ManifestFormat, VerifyArgs};
-use crate::commands::{open_or_report, refuse_input_as_output, report_open_error, usage_error};
+use crate::commands::{
+    open_or_report, refuse_input_as_output, report_open_error, usage_error, write_output,
+};
 use crate::render::escape;
 use crate::render::json::hex;
 use crate::render::value::{group, human_bytes};
@@ -391,8 +392,13 @@ pub fn run(args: &VerifyArgs, ctx: &Ctx) -> io::Result<Exit> {
                 gguf_hash_text(&per_tensor, &names, &hashes, &file_name, &model_lines)
             }
         };
-        if let Err(e) = write_manifest(path, &text, &mut out) {
-            return Ok(usage_error(&format!("cannot write {}: {e}", show(path))));
+        if path == Path::new("-") {
+            out.write_all(text.as_bytes())?;
+        } else {
+            let exit = write_output(path, |f| f.write_all(text.as_bytes()).map(|()| Exit::Ok));
+            if exit != Exit::Ok {
+                return Ok(exit);
+            }
         }
     }
     let check_name = args.check.as_deref().map(show).unwrap_or_default();
@@ -526,15 +532,6 @@ fn gguf_hash_text(
         text.push('\n');
     }
     text
-}
-
-fn write_manifest(path: &Path, text: &str, stdout: &mut dyn Write) -> io::Result<()> {
-    if path == Path::new("-") {
-        return stdout.write_all(text.as_bytes());
-    }
-    let mut f = BufWriter::new(File::create(path)?);
-    f.write_all(text.as_bytes())?;
-    f.flush()
 }
 
 /// The outcome of checking one hash function of a gguf-hash manifest.

@@ -180,6 +180,81 @@ fn auxiliary_inputs_are_regular_files_read_bounded() {
     assert_eq!(std::fs::read(dir.join(&model)).unwrap(), valid(), "the model is not written");
 }
 
+/// `read -o OUT` (raw and `--as f32`) and `verify --manifest OUT` are written as model files
+/// are (issue 26): a kill or a full disk (here a file-size limit: killed by SIGXFSZ, or with
+/// the signal ignored, EFBIG) leaves the previous OUT intact and no temporary; they truncated
+/// it first. An OUT that is a FIFO is refused at once (it blocked forever).
+#[test]
+fn auxiliary_outputs_are_atomic_and_never_block() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = temp_dir("bounds-outputs");
+    // 64 KiB of tensor data, and a manifest of 120 long names: both past an 8 KiB limit.
+    let mut b = GgufBuilder::new()
+        .kv("general.architecture", sipllm_testkit::Value::str("llama"))
+        .tensor("big.weight", GgmlType::F32, &[128, 128]);
+    for i in 0..120 {
+        b = b.tensor(
+            &format!("blk.{i}.a_rather_long_tensor_name_for_a_long_manifest"),
+            GgmlType::F32,
+            &[4],
+        );
+    }
+    write(&dir, "m.gguf", &b.build());
+    let old = b"the previous output".to_vec();
+    let limited = |ignore_signal: bool, args: &[&str]| {
+        let trap = if ignore_signal { "trap '' XFSZ; " } else { "" };
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("{trap}ulimit -f 16; exec \"$0\" \"$@\""))
+            .arg(env!("CARGO_BIN_EXE_sipllm"))
+            .args(args)
+            .current_dir(&dir)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    let commands: [&[&str]; 3] = [
+        &["read", "m.gguf", "big.weight", "-o", "out"],
+        &["read", "m.gguf", "big.weight", "--as", "f32", "-o", "out"],
+        &["verify", "m.gguf", "--manifest", "out"],
+    ];
+    for args in commands {
+        std::fs::write(dir.join("out"), &old).unwrap();
+        let killed = limited(false, args);
+        assert_eq!(killed.status.signal(), Some(25), "{args:?}: SIGXFSZ: {killed:?}");
+        assert_eq!(std::fs::read(dir.join("out")).unwrap(), old, "{args:?}: killed");
+        // A later write of `out` removes what the killed one left.
+        let failed = limited(true, args);
+        assert_eq!(failed.status.code(), Some(2), "{args:?}: {failed:?}");
+        let stderr = String::from_utf8_lossy(&failed.stderr);
+        assert!(stderr.contains("cannot write out"), "{args:?}: {stderr}");
+        assert_eq!(std::fs::read(dir.join("out")).unwrap(), old, "{args:?}: failed");
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        assert!(left.is_empty(), "{args:?}: {left:?}");
+        // Unlimited, the output is replaced whole.
+        let run = sipllm(&dir, args);
+        assert_eq!(run.code, Some(0), "{args:?}: {}", run.transcript());
+        assert!(std::fs::metadata(dir.join("out")).unwrap().len() > 8 << 10, "{args:?}");
+    }
+
+    mkfifo(&dir.join("out.fifo"));
+    let commands: [&[&str]; 3] = [
+        &["read", "m.gguf", "big.weight", "-o", "out.fifo"],
+        &["read", "m.gguf", "big.weight", "--as", "f32", "-o", "out.fifo"],
+        &["verify", "m.gguf", "--manifest", "out.fifo"],
+    ];
+    for args in commands {
+        let run = sipllm_within(&dir, args, Stdio::null(), 60);
+        assert_eq!(run.code, Some(2), "{args:?}: {}", run.transcript());
+        assert!(run.stderr.contains("cannot write out.fifo"), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains("not a regular file"), "{args:?}: {}", run.stderr);
+    }
+}
+
 /// Every command refuses a model that is a FIFO, promptly and with a typed error (they all
 /// hung forever), and so does every command given a split set whose second shard is a FIFO.
 #[test]
