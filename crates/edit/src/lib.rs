@@ -72,4 +72,4 @@ pub use in_place::{
     HeaderBackup, InPlaceStats, RecoverStats, rewrite_header_in_place, rewrite_header_locked,
 };
 pub use input::{InputError, read_capped, read_file_capped};
-pub use write::{AtomicFile, GgufFileBuilder, TensorData, copy_range, write_llmw_into};
+pub use write::{AtomicFile, GgufFileBuilder, TensorData, check_room, copy_range, write_llmw_into};

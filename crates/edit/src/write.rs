@@ -270,6 +270,35 @@ impl Drop for AtomicFile {
     }
 }
 
+/// Checks that the file system holding `dir` has room for `bytes` more (the blocks an
+/// unprivileged writer may still use: `statvfs`'s `f_bavail`), before a write whose size
+/// someone else claims — a remote server's object size, fetched into a temporary — fills the
+/// disk for every other program too. Where the file system cannot say (no `statvfs`), the
+/// write goes on and a full disk is its own error.
+///
+/// # Errors
+///
+/// [`io::ErrorKind::StorageFull`], saying both sizes, when the room is short.
+pub fn check_room(dir: &Path, bytes: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        let Ok(stat) = rustix::fs::statvfs(dir) else { return Ok(()) };
+        let free = stat.f_bavail.saturating_mul(stat.f_frsize);
+        if free < bytes {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                format!(
+                    "{bytes} bytes are needed, but {} has {free} bytes free; nothing was written",
+                    dir.display()
+                ),
+            ));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (dir, bytes);
+    Ok(())
+}
+
 /// Removes the temporaries a killed writer left for the destinations `names` in `dir`
 /// (`.NAME.PID-N.tmp`, as [`AtomicFile::create`] names them): those whose process (`PID`)
 /// no longer exists and that nobody holds locked. Returns how many were removed. Errors (an
@@ -699,6 +728,16 @@ fn copy_reader(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn room_is_checked_against_the_free_blocks() {
+        let dir = std::env::temp_dir();
+        check_room(&dir, 0).unwrap();
+        check_room(&dir, 1).unwrap();
+        let e = check_room(&dir, u64::MAX).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::StorageFull);
+        assert!(e.to_string().contains("18446744073709551615 bytes are needed"), "{e}");
+    }
 
     #[test]
     fn a_bare_name_is_in_the_current_directory() {
