@@ -145,6 +145,55 @@ pub fn write_output(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Resul
     }
 }
 
+/// The header backups an interrupted `edit --in-place` left (`.NAME.header-backup`) beside
+/// the file `path` opened as `opened` — beside each shard, for a split set: `(file, backup)`.
+/// Readers parse such a file as it is, but its header may be half-rewritten until
+/// `edit --recover` restores it, so `validate` and `inspect` say so. A URL has none.
+pub fn pending_backups(
+    path: &Path,
+    opened: &Opened,
+) -> Vec<(std::path::PathBuf, std::path::PathBuf)> {
+    if crate::open::remote_name(path).is_some() {
+        return Vec::new();
+    }
+    let files: Vec<&Path> = match opened.split() {
+        Some(set) => set.paths().flatten().collect(),
+        None => vec![path],
+    };
+    files
+        .into_iter()
+        .filter_map(|f| {
+            sipllm_edit::in_place::HeaderBackup::pending(f).map(|b| (f.to_path_buf(), b))
+        })
+        .collect()
+}
+
+/// The warning about a pending header backup ([`pending_backups`]) of `file`.
+pub fn pending_backup_finding(file: &Path, backup: &Path) -> Finding {
+    let show = |p: &Path| escape::str(&p.display().to_string()).into_owned();
+    Finding {
+        severity: crate::diagnostic::Severity::Warning,
+        code: PENDING_BACKUP,
+        message: format!(
+            "an in-place edit of this file was interrupted: its header backup {} is still \
+             there, so the header may be half-rewritten",
+            show(backup)
+        ),
+        path: String::new(),
+        offset: None,
+        len: 0,
+        help: format!(
+            "run `sipllm edit --recover {}` to restore the header from the backup (a backup \
+             that does not fit the file is refused, and the file left as it is).",
+            show(file)
+        ),
+    }
+}
+
+/// The code of [`pending_backup_finding`]: the write side's, for the same state (an edit
+/// refused while the backup exists).
+const PENDING_BACKUP: &str = "in_place::pending";
+
 /// Compiles `--filter`, or reports the bad pattern on standard error (exit code 2).
 pub fn compile_filter(pattern: Option<&str>) -> Result<Option<Glob>, Exit> {
     let Some(p) = pattern else { return Ok(None) };

@@ -521,3 +521,40 @@ fn the_next_edit_removes_what_a_killed_edit_left() {
     assert_eq!(fs::read(&living).unwrap(), b"mine");
     assert_eq!(get_str(&dir.join("out.gguf"), "general.alpha").as_deref(), Some("z"));
 }
+
+/// `validate` and `inspect` read a file as it is, but a header backup beside it means an
+/// in-place edit was interrupted and the header may be half-rewritten: they say so, with the
+/// code and the recovery command (issue 26: they ignored it).
+#[test]
+fn readers_warn_of_a_pending_header_backup() {
+    let dir = temp_dir("safety-pending-backup");
+    write(&dir, "m.gguf", &editable());
+    let quiet = sipllm(&dir, &["validate", "m.gguf"]);
+    assert_eq!(quiet.code, Some(0), "{}", quiet.transcript());
+    assert!(!quiet.stdout.contains("in_place::pending"), "{}", quiet.stdout);
+    let backup = write(&dir, ".m.gguf.header-backup", b"a record");
+
+    let run = sipllm(&dir, &["validate", "m.gguf"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(run.stdout.contains("in_place::pending"), "{}", run.stdout);
+    assert!(run.stdout.contains("sipllm edit --recover m.gguf"), "{}", run.stdout);
+    assert!(run.stdout.contains("valid, 1 warning"), "{}", run.stdout);
+    let run = sipllm(&dir, &["validate", "--deny-warnings", "m.gguf"]);
+    assert_eq!(run.code, Some(1), "{}", run.transcript());
+    let run = sipllm(&dir, &["validate", "--format", "json", "m.gguf"]);
+    let line: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(line["code"], "in_place::pending");
+    assert_eq!(line["severity"], "warning");
+
+    let run = sipllm(&dir, &["inspect", "m.gguf"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(run.stderr.contains("in_place::pending"), "{}", run.stderr);
+    assert!(run.stderr.contains("sipllm edit --recover m.gguf"), "{}", run.stderr);
+    let run = sipllm(&dir, &["inspect", "--json", "m.gguf"]);
+    assert!(run.stderr.contains("in_place::pending"), "{}", run.stderr);
+    serde_json::from_str::<serde_json::Value>(&run.stdout).expect("standard output stays JSON");
+
+    fs::remove_file(backup).unwrap();
+    let run = sipllm(&dir, &["inspect", "m.gguf"]);
+    assert!(!run.stderr.contains("in_place::pending"), "{}", run.stderr);
+}
