@@ -7,8 +7,8 @@ use sipllm_gguf::ftype::Quantization;
 use sipllm_model::config::{ConfigError, ModelConfig, PerLayer, SlidingWindowPattern};
 
 use crate::cli::InspectArgs;
-use crate::diagnostic::{FileDiagnostic, Renderer};
 use crate::commands::{compile_filter, keep, open_or_report, report_open_error};
+use crate::diagnostic::{FileDiagnostic, Renderer};
 use crate::glob::Glob;
 use crate::open::{Format, SAMPLE_NAME, open_sample};
 use crate::render::escape;
