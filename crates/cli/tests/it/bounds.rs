@@ -10,7 +10,7 @@ use sipllm_gguf::GgmlType;
 use sipllm_testkit::GgufBuilder;
 
 use crate::files::{valid, write};
-use crate::support::{Run, sipllm, temp_dir};
+use crate::support::{Run, run_with_file_limit, sipllm, temp_dir, temporaries};
 
 /// Tensors `a<LF>b` and `a\nb` (a backslash and an `n`) print differently, and `verify
 /// --check` against the file's own fresh manifest passes (it failed: both escaped to `a\nb`,
@@ -201,18 +201,6 @@ fn auxiliary_outputs_are_atomic_and_never_block() {
     }
     write(&dir, "m.gguf", &b.build());
     let old = b"the previous output".to_vec();
-    let limited = |ignore_signal: bool, args: &[&str]| {
-        let trap = if ignore_signal { "trap '' XFSZ; " } else { "" };
-        Command::new("sh")
-            .arg("-c")
-            .arg(format!("{trap}ulimit -f 16; exec \"$0\" \"$@\""))
-            .arg(env!("CARGO_BIN_EXE_sipllm"))
-            .args(args)
-            .current_dir(&dir)
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap()
-    };
     let commands: [&[&str]; 3] = [
         &["read", "m.gguf", "big.weight", "-o", "out"],
         &["read", "m.gguf", "big.weight", "--as", "f32", "-o", "out"],
@@ -220,20 +208,16 @@ fn auxiliary_outputs_are_atomic_and_never_block() {
     ];
     for args in commands {
         std::fs::write(dir.join("out"), &old).unwrap();
-        let killed = limited(false, args);
+        let killed = run_with_file_limit(&dir, false, args);
         assert_eq!(killed.status.signal(), Some(25), "{args:?}: SIGXFSZ: {killed:?}");
         assert_eq!(std::fs::read(dir.join("out")).unwrap(), old, "{args:?}: killed");
         // A later write of `out` removes what the killed one left.
-        let failed = limited(true, args);
+        let failed = run_with_file_limit(&dir, true, args);
         assert_eq!(failed.status.code(), Some(2), "{args:?}: {failed:?}");
         let stderr = String::from_utf8_lossy(&failed.stderr);
         assert!(stderr.contains("cannot write out"), "{args:?}: {stderr}");
         assert_eq!(std::fs::read(dir.join("out")).unwrap(), old, "{args:?}: failed");
-        let left: Vec<_> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .filter(|n| n.ends_with(".tmp"))
-            .collect();
+        let left = temporaries(&dir);
         assert!(left.is_empty(), "{args:?}: {left:?}");
         // Unlimited, the output is replaced whole.
         let run = sipllm(&dir, args);
