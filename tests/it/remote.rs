@@ -164,6 +164,34 @@ fn convert_and_edit_write_from_a_url() {
     assert!(run.stderr.contains("in place"), "{}", run.stderr);
 }
 
+/// `edit -o` and `convert` of a URL fetch the whole object into TMPDIR: a server claiming a
+/// petabyte filled the disk until the write failed (issue 26). The claimed size is checked
+/// against the free space first, and nothing is fetched.
+#[test]
+fn a_claimed_size_past_the_free_space_is_refused_before_the_fetch() {
+    let dir = temp_dir("remote-room");
+    let huge = TestServer::start(
+        vec![("/huge.gguf".to_owned(), Body::Zeros(1 << 50))],
+        ServerOptions::default(),
+    )
+    .unwrap();
+    let url = huge.url("huge.gguf");
+    for args in [
+        vec!["edit", url.as_str(), "-o", "out.gguf", "--set", "general.name=str:x"],
+        vec!["convert", url.as_str(), "out.llmw"],
+    ] {
+        let before = huge.log().len();
+        let run = sipllm(&dir, &args);
+        assert_eq!(run.code, Some(2), "{args:?}: {}", run.transcript());
+        assert!(run.stderr.contains("stream::io::spool"), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains("1125899906842624 bytes are"), "{args:?}: {}", run.stderr);
+        // The size probe only: no body was fetched.
+        let requests = huge.log().len() - before;
+        assert!(requests <= 2, "{args:?}: {requests} requests");
+    }
+    assert!(!dir.join("out.gguf").exists() && !dir.join("out.llmw").exists());
+}
+
 #[test]
 fn remote_failures_have_codes_urls_and_exit_2() {
     let dir = temp_dir("remote-errors");

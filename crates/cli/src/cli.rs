@@ -111,7 +111,8 @@ Values (TYPE: u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str):
   --delete general.description
   --rename-tensor output.weight=lm_head.weight
 An interrupted --in-place edit leaves a header backup (.FILE.header-backup); `sipllm edit
---recover FILE` restores the header from it. Documentation: docs/writer.md";
+--recover FILE` restores the header from it. A killed -o write leaves a hidden
+.OUT.PID-N.tmp beside OUT; the next write of OUT removes it. Documentation: docs/writer.md";
 
 /// When to color output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

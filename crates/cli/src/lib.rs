@@ -224,18 +224,23 @@ mod tests {
             "fs::write",
             "fs::copy",
             "copy_file_range",
+            // Outputs, auxiliary ones too (`read -o`, `verify --manifest`), are written
+            // through `sipllm_edit`'s `AtomicFile` (`commands::write_output`).
+            "File::create(",
+            // Nothing reads a whole file unbounded (or blocks on a FIFO): `verify --check`
+            // reads its manifest through `sipllm_edit::read_file_capped`.
+            "fs::read(",
+            "fs::read_to_string(",
+            "read_to_end(",
+            "read_to_string(",
         ];
         // (pattern, the files that may use it, for what)
-        let auxiliary: [(&str, &[&str]); 3] = [
-            // `read -o` (raw tensor bytes, or values with `--as`) and `verify --manifest` (a
-            // manifest) outputs.
-            ("File::create(", &["commands/mod.rs", "commands/verify.rs"]),
-            // `verify --check` manifest.
-            ("fs::read_to_string(", &["commands/verify.rs"]),
+        let auxiliary: [(&str, &[&str]); 1] = [
             // The sizes `make-toy` reports of what it wrote.
             ("fs::metadata(", &["commands/make_toy.rs"]),
         ];
-        // (`edit --set-file` reads its input through `sipllm_edit::read_capped`.)
+        // (`edit --set-file` reads its input through `sipllm_edit::read_capped`, `verify
+        // --check` its manifest through `sipllm_edit::read_file_capped`.)
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let mut files = Vec::new();
         sources(&root, &mut files);

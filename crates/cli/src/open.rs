@@ -235,8 +235,9 @@ pub fn open_sample(settings: &OpenSettings) -> Result<Opened, StreamError> {
 /// replaced meanwhile (an output renamed over its input).
 ///
 /// A URL is fetched whole into an unnamed temporary file (in `TMPDIR`), which the returned
-/// [`File`] then is: a written model needs every tensor byte anyway. A URL cannot be edited in
-/// place (`write`).
+/// [`File`] then is: a written model needs every tensor byte anyway. The object's size is
+/// checked against TMPDIR's free space first ([`StreamError::Spool`] when it does not fit).
+/// A URL cannot be edited in place (`write`).
 pub fn open_locked(path: &Path, write: bool) -> Result<File, StreamError> {
     let Some(url) = remote_name(path) else {
         return lock::open_locked(path, write);
@@ -250,7 +251,19 @@ pub fn open_locked(path: &Path, write: bool) -> Result<File, StreamError> {
         return Err(StreamError::Open { path: name, source: refused });
     }
     let url = parse_url(url)?;
-    with_transfer_bar(&name, || sipllm_remote::fetch_to_file(&url, &http_options()))
+    let http = http_options();
+    // The size the server claims is checked against the room in TMPDIR before a byte is
+    // fetched: a server that claims a petabyte no longer fills the disk until the write fails.
+    let size = sipllm_remote::open_any(&url, &http)
+        .map_err(|e| StreamError::Open { path: name.clone(), source: e.into_io() })?
+        .len();
+    let spool = std::env::temp_dir();
+    sipllm_edit::check_room(&spool, size).map_err(|source| StreamError::Spool {
+        path: spool,
+        offset: 0,
+        source,
+    })?;
+    with_transfer_bar(&name, || sipllm_remote::fetch_to_file(&url, &http))
 }
 
 /// Parses the model open as `file` (strict profile, pread; see [`Model::from_file`]), named

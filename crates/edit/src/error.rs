@@ -41,6 +41,9 @@ pub enum BackupDefect {
     HeaderPastEnd,
     /// A recorded run reaches past the recorded header region.
     RunPastHeader,
+    /// Not a regular file (a FIFO, a device, a socket): refused before reading a byte, so a
+    /// FIFO never hangs recovery and `/dev/zero` is never read without bound.
+    NotAFile,
 }
 
 /// Writing an output file failed or was refused; the destination was left as it was.
@@ -208,6 +211,19 @@ pub enum SplitError {
         path: PathBuf,
         /// Why.
         reason: SplitRefusal,
+    },
+    /// Another split is writing a set into the same directory (it holds the directory's
+    /// lock): this one is refused before it touches a file, so neither removes the other's
+    /// shards or temporaries.
+    #[error(
+        "another split is writing into {}; nothing was written (run again when it has ended)",
+        dir.display()
+    )]
+    Busy {
+        /// The input file.
+        path: PathBuf,
+        /// The output directory.
+        dir: PathBuf,
     },
     /// Writing a shard or the merged file failed (or its path is the input's).
     #[error(transparent)]
@@ -495,6 +511,10 @@ fn bad_backup(path: &Path, backup: &Path, defect: BackupDefect) -> String {
         BackupDefect::NotARecord => format!(
             "{b} is not a header backup sipllm wrote (or it is damaged); {m} was not changed"
         ),
+        BackupDefect::NotAFile => format!(
+            "{b} is not a regular file (a FIFO, a device or a socket), so it is no header \
+             backup; {m} was not changed"
+        ),
     }
 }
 
@@ -549,6 +569,7 @@ impl Kind for SplitError {
         match self {
             SplitError::AlreadySplit { .. } => "split::already_split",
             SplitError::Refused { .. } => "split::refused",
+            SplitError::Busy { .. } => "split::busy",
             SplitError::Write(e) => e.code(),
             SplitError::Read(e) => e.code(),
         }
@@ -566,6 +587,10 @@ impl Kind for SplitError {
             SplitError::Refused { .. } => {
                 "choose a limit that gives every shard at least one tensor and at most 65,535 \
                  shards."
+            }
+            SplitError::Busy { .. } => {
+                "wait for the other split into this directory to end, or write the set into \
+                 another directory (`--out-dir DIR`)."
             }
             SplitError::Write(e) => e.help(),
             SplitError::Read(e) => e.help(),
@@ -721,7 +746,9 @@ impl SplitError {
     /// The file the error concerns, when known.
     pub fn path(&self) -> Option<&Path> {
         match self {
-            SplitError::AlreadySplit { path, .. } | SplitError::Refused { path, .. } => Some(path),
+            SplitError::AlreadySplit { path, .. }
+            | SplitError::Refused { path, .. }
+            | SplitError::Busy { path, .. } => Some(path),
             SplitError::Write(e) => e.path(),
             SplitError::Read(e) => e.path(),
         }
@@ -813,6 +840,7 @@ mod tests {
                 }),
                 "split::refused",
             ),
+            (boxed(SplitError::Busy { path: "m.gguf".into(), dir: "out".into() }), "split::busy"),
             (
                 boxed(InPlaceError::Length { path: "m.gguf".into(), old: 576, new: 608 }),
                 "in_place::length_mismatch",

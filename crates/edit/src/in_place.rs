@@ -69,6 +69,7 @@ use sipllm_streaming::{Backend, FileBacking, GgufFile, OpenOptions, StreamError}
 pub use crate::error::BackupDefect;
 use crate::error::{InPlaceError, WriteError};
 use crate::identity::{self, FileId};
+use crate::input::InputError;
 use crate::write::AtomicFile;
 
 /// The first 8 bytes of a header backup.
@@ -218,10 +219,8 @@ fn backup_permissions(model: &std::fs::Metadata) -> std::fs::Permissions {
 
 fn remove_file(path: &Path) -> io::Result<()> {
     std::fs::remove_file(path)?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        // Best effort, as for any rename: some file systems cannot sync a directory.
-        let _ = File::open(dir).and_then(|d| d.sync_all());
-    }
+    // Best effort, as for any rename: some file systems cannot sync a directory.
+    crate::write::sync_dir(path);
     Ok(())
 }
 
@@ -532,17 +531,24 @@ pub fn recover(model: &Path) -> Result<RecoverStats, InPlaceError> {
     let read_err =
         |source| InPlaceError::BackupRead { path: path(), backup: backup.clone(), source };
     let max_header = Limits::default().max_header_bytes;
-    let meta = match std::fs::metadata(&backup) {
-        Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+    // Capped and regular files only, opened without blocking: a FIFO or `/dev/zero` put
+    // there is refused at once, not read forever.
+    let bytes = match crate::input::read_file_capped(&backup, max_header.saturating_mul(2)) {
+        Ok(bytes) => bytes,
+        Err(InputError::TooLarge { .. }) => return Err(bad(BackupDefect::TooLarge)),
+        Err(InputError::Read(StreamError::NotAFile { .. })) => {
+            return Err(bad(BackupDefect::NotAFile));
+        }
+        Err(InputError::Read(StreamError::Open { source, .. }))
+            if source.kind() == io::ErrorKind::NotFound =>
+        {
             return Err(InPlaceError::NoBackup { path: path(), backup });
         }
-        Err(e) => return Err(read_err(e)),
+        Err(InputError::Read(
+            StreamError::Open { source, .. } | StreamError::Io { source, .. },
+        )) => return Err(read_err(source)),
+        Err(e) => return Err(read_err(io::Error::other(e))),
     };
-    if meta.len() > max_header.saturating_mul(2) {
-        return Err(bad(BackupDefect::TooLarge));
-    }
-    let bytes = std::fs::read(&backup).map_err(read_err)?;
     let rec = decode(&bytes).ok_or_else(|| bad(BackupDefect::NotARecord))?;
     let open_err = |source| StreamError::Open { path: path(), source };
     // Not a plain open: that blocks forever on a FIFO without a writer.

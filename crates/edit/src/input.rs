@@ -1,5 +1,6 @@
 //! Reading auxiliary inputs bounded: the file a user names on purpose for a value
-//! (`sipllm edit --set-file KEY=PATH`).
+//! (`sipllm edit --set-file KEY=PATH`, [`read_capped`]), and the inputs that must be regular
+//! files (`verify --check`'s manifest, `edit --recover`'s header backup, [`read_file_capped`]).
 //!
 //! Such an input may be a stream — `/dev/stdin`, a shell's `<(…)`, a FIFO — so it is opened
 //! without blocking ([`open_input`](sipllm_streaming::open_input)), but at most `max + 1` bytes
@@ -75,7 +76,8 @@ impl InputError {
 /// regular file, a pipe, a FIFO, `/dev/zero`.
 ///
 /// Regular files and streams (pipes, FIFOs, character devices such as `/dev/stdin`) are
-/// accepted and opened without blocking.
+/// accepted and opened without blocking: for an input a user names on purpose as a value
+/// (`edit --set-file`). An input that must be a file is [`read_file_capped`]'s.
 ///
 /// # Errors
 ///
@@ -85,6 +87,37 @@ impl InputError {
 pub fn read_capped(path: impl AsRef<Path>, max: u64) -> Result<Vec<u8>, InputError> {
     let path = path.as_ref();
     let (file, meta, kind) = sipllm_streaming::open_input(path)?;
+    read_opened(path, file, &meta, kind, max)
+}
+
+/// Reads the whole of the regular file at `path` — an auxiliary input that is a file by its
+/// nature (`verify --check`'s manifest, `edit --recover`'s `.NAME.header-backup`) — refusing
+/// anything else before reading a byte, and the file once it holds more than `max` bytes: at
+/// most `max + 1` bytes are ever read. The open never blocks (`O_NONBLOCK`, then the opened
+/// descriptor is checked), so a FIFO or `/dev/zero` named there is refused at once instead of
+/// hanging or growing without bound.
+///
+/// # Errors
+///
+/// A missing file or a directory is [`StreamError::Open`], anything but a regular file
+/// [`StreamError::NotAFile`] (both inside [`InputError::Read`]), more than `max` bytes
+/// [`InputError::TooLarge`].
+pub fn read_file_capped(path: impl AsRef<Path>, max: u64) -> Result<Vec<u8>, InputError> {
+    let path = path.as_ref();
+    let file = sipllm_streaming::open_regular(path, false)?;
+    let meta =
+        file.metadata().map_err(|source| StreamError::Open { path: path.to_path_buf(), source })?;
+    read_opened(path, file, &meta, None, max)
+}
+
+/// The capped read both share: `kind` is `None` for a regular file, the stream's otherwise.
+fn read_opened(
+    path: &Path,
+    file: std::fs::File,
+    meta: &std::fs::Metadata,
+    kind: Option<FileKind>,
+    max: u64,
+) -> Result<Vec<u8>, InputError> {
     let too_large = || InputError::TooLarge { path: path.to_path_buf(), max };
     if kind.is_none() && meta.len() > max {
         return Err(too_large());
@@ -137,6 +170,25 @@ mod tests {
             InputError::EmptyStream { kind: FileKind::Fifo, .. } => {}
             e => panic!("{e:?}"),
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn files_only_refuses_streams_before_reading() {
+        let dir = temp("files-only");
+        let path = fifo(&dir, "manifest");
+        for p in [path.as_path(), Path::new("/dev/zero")] {
+            match read_file_capped(p, 10).unwrap_err() {
+                InputError::Read(StreamError::NotAFile { path, .. }) => assert_eq!(path, p),
+                e => panic!("{e:?}"),
+            }
+        }
+        let file = dir.join("m.txt");
+        std::fs::write(&file, b"0123456789").unwrap();
+        assert_eq!(read_file_capped(&file, 10).unwrap(), b"0123456789");
+        let e = read_file_capped(&file, 9).unwrap_err();
+        assert!(matches!(e, InputError::TooLarge { max: 9, .. }), "{e:?}");
+        assert!(e.to_string().contains("m.txt: more than 9 bytes"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

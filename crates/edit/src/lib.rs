@@ -72,5 +72,5 @@ pub use error::{InPlaceError, SplitError, SplitRefusal, WriteError};
 pub use in_place::{
     HeaderBackup, InPlaceStats, RecoverStats, rewrite_header_in_place, rewrite_header_locked,
 };
-pub use input::{InputError, read_capped};
-pub use write::{AtomicFile, GgufFileBuilder, TensorData, copy_range, write_llmw_into};
+pub use input::{InputError, read_capped, read_file_capped};
+pub use write::{AtomicFile, GgufFileBuilder, TensorData, check_room, copy_range, write_llmw_into};

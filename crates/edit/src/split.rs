@@ -277,9 +277,12 @@ pub fn plan_split(src: &Path, options: &SplitOptions) -> Result<Vec<PlannedShard
 /// the temporaries renamed, the last shard first and the first shard last. At no instant does
 /// a first shard stand beside shards of another run, so a kill leaves the old set, the new
 /// set, or a set without its first shard (refused as incomplete) — never a mix that
-/// validates. Temporaries a killed earlier run left for these names are removed first
-/// ([`crate::write::remove_stale_temps`]). If a shard fails, nothing is
-/// renamed; if a rename fails, the shards already renamed are removed again.
+/// validates. One split writes into a directory at a time (it holds the directory's `flock`
+/// throughout; a second is [`SplitError::Busy`] before it touches a file), so the removals
+/// below only ever take this run's own files. Temporaries a killed earlier run left for these
+/// names are removed first ([`crate::write::remove_stale_temps`]: those of dead processes
+/// that nobody holds locked). If a shard fails, nothing is renamed; if a rename fails, the
+/// shards already renamed are removed again.
 ///
 /// Refused: a shard name that is the input ([`WriteError::OutputIsInput`], by file
 /// identity); a file that is already a shard of a set ([`SplitError::AlreadySplit`]); a
@@ -299,6 +302,9 @@ pub fn split_file(src: &Path, options: &SplitOptions) -> Result<Vec<WrittenFile>
     for (k, dest) in dests.iter().enumerate() {
         refuse_output_is_open_file(data, src, dest, shard_what(k))?;
     }
+    // One split into a directory at a time: held until the set is in place, so no other
+    // split's sweep or rename touches this one's temporaries and shards, nor this one theirs.
+    let _set_lock = lock_output_dir(&dir, src)?;
     // Temporaries a killed earlier run left for these names (nobody holds them locked).
     let names: Vec<&std::ffi::OsStr> = dests.iter().filter_map(|d| d.file_name()).collect();
     remove_stale_temps(&dir, &names);
@@ -323,10 +329,23 @@ pub fn split_file(src: &Path, options: &SplitOptions) -> Result<Vec<WrittenFile>
             w.add_tensor(desc(t.name.as_bytes(), t.info.dims(), t.info.ggml_type()));
             offsets.push((0, t.info.abs_offset()));
         }
-        let (tmp, file_size) = write_temp(w, &offsets, &[data], dest)?;
+        // Swept above, once for every shard name.
+        let (tmp, file_size) = write_temp(w, &offsets, &[data], dest, false)?;
         pending.push((tmp, WrittenFile { path: dest.clone(), tensors: range.len(), file_size }));
     }
     rename_set(pending)
+}
+
+/// The output directory, open and exclusively locked (`flock`, released when the split ends
+/// or dies), or [`SplitError::Busy`] when another split holds it. Where a directory cannot be
+/// opened or locked (no `flock` on the file system), the split goes on unlocked.
+fn lock_output_dir(dir: &Path, src: &Path) -> Result<Option<File>, SplitError> {
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let Ok(handle) = File::open(dir) else { return Ok(None) };
+    match sipllm_streaming::lock::try_lock_exclusive(&handle, dir) {
+        Ok(()) => Ok(Some(handle)),
+        Err(_) => Err(SplitError::Busy { path: src.to_path_buf(), dir: dir.to_path_buf() }),
+    }
 }
 
 /// What an output of a split is called in errors.
@@ -440,10 +459,8 @@ pub fn merge_set(set: &SplitFile, out: &Path) -> Result<WrittenFile, SplitError>
         }
     }
     let real_out = identity::resolve(out);
-    if let (Some(dir), Some(name)) = (real_out.parent(), real_out.file_name()) {
-        remove_stale_temps(dir, &[name]);
-    }
-    let (tmp, file_size) = write_temp(w, &sources, &files, out)?;
+    // (`AtomicFile::create` removes what a killed merge into `out` left.)
+    let (tmp, file_size) = write_temp(w, &sources, &files, out, true)?;
     tmp.rename().map_err(|source| WriteError::Write {
         path: out.to_path_buf(),
         offset: file_size,
@@ -470,6 +487,7 @@ fn write_temp(
     sources: &[(usize, u64)],
     files: &[&File],
     dest: &Path,
+    sweep: bool,
 ) -> Result<(ClosedTemp, u64), SplitError> {
     let mut builder = GgufFileBuilder::new(w);
     for (i, &(s, offset)) in sources.iter().enumerate() {
@@ -477,7 +495,7 @@ fn write_temp(
             builder.set_data(i, TensorData::File { file, offset });
         }
     }
-    let out = AtomicFile::create(dest)
+    let out = if sweep { AtomicFile::create(dest) } else { AtomicFile::create_unswept(dest) }
         .map_err(|source| WriteError::Create { path: dest.to_path_buf(), source })?;
     let stats = builder.write_into(&out)?;
     let tmp = out.close().map_err(|source| WriteError::Write {

@@ -48,9 +48,23 @@ impl AtomicFile {
     /// (exclusively, for as long as it lives: see [`remove_stale_temps`]). A `dest` that
     /// exists and is not a regular file (a device, a FIFO, a directory) is refused
     /// ([`io::ErrorKind::InvalidInput`]): it is never replaced.
+    ///
+    /// Temporaries of the same destination that killed writers left (their process gone, no
+    /// lock held) are removed first ([`remove_stale_temps`]), so a killed `edit -o` does not
+    /// leave a full-size hidden file behind for good: the next write of that output takes it.
     pub fn create(dest: impl AsRef<Path>) -> io::Result<AtomicFile> {
+        AtomicFile::create_with(dest.as_ref(), true)
+    }
+
+    /// [`create`](Self::create) without the sweep: for a writer that swept every one of its
+    /// destinations once already (a split set's shards).
+    pub(crate) fn create_unswept(dest: &Path) -> io::Result<AtomicFile> {
+        AtomicFile::create_with(dest, false)
+    }
+
+    fn create_with(dest: &Path, sweep: bool) -> io::Result<AtomicFile> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let dest = identity::resolve(dest.as_ref());
+        let dest = identity::resolve(dest);
         refuse_special(&dest)?;
         let name = dest
             .file_name()
@@ -58,7 +72,10 @@ impl AtomicFile {
                 io::Error::new(io::ErrorKind::InvalidInput, "the path has no file name")
             })?
             .to_owned();
-        let dir = dest.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let dir = dir_of(&dest);
+        if sweep {
+            remove_stale_temps(dir, &[name.as_os_str()]);
+        }
         loop {
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
             let mut tmp_name = std::ffi::OsString::from(".");
@@ -230,11 +247,16 @@ fn keep_mode_and_owner(file: &File, old: &std::fs::Metadata) -> io::Result<()> {
 }
 
 /// Syncs the directory holding `path` (best effort: some file systems cannot open or sync a
-/// directory).
+/// directory), so a rename, link or removal there survives a crash. A bare name
+/// (`-o out.gguf`) is in the current directory, which is synced too.
 pub(crate) fn sync_dir(path: &Path) {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        let _ = File::open(dir).and_then(|d| d.sync_all());
-    }
+    let _ = File::open(dir_of(path)).and_then(|d| d.sync_all());
+}
+
+/// The directory holding `path`: its parent, or `.` for a bare name (whose parent is empty)
+/// and for a root.
+pub(crate) fn dir_of(path: &Path) -> &Path {
+    path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
 impl Drop for AtomicFile {
@@ -248,10 +270,41 @@ impl Drop for AtomicFile {
     }
 }
 
+/// Checks that the file system holding `dir` has room for `bytes` more (the blocks an
+/// unprivileged writer may still use: `statvfs`'s `f_bavail`), before a write whose size
+/// someone else claims — a remote server's object size, fetched into a temporary — fills the
+/// disk for every other program too. Where the file system cannot say (no `statvfs`), the
+/// write goes on and a full disk is its own error.
+///
+/// # Errors
+///
+/// [`io::ErrorKind::StorageFull`], saying both sizes, when the room is short.
+pub fn check_room(dir: &Path, bytes: u64) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        let Ok(stat) = rustix::fs::statvfs(dir) else { return Ok(()) };
+        let free = stat.f_bavail.saturating_mul(stat.f_frsize);
+        if free < bytes {
+            return Err(io::Error::new(
+                io::ErrorKind::StorageFull,
+                format!(
+                    "{bytes} bytes are needed, but {} has {free} bytes free; nothing was written",
+                    dir.display()
+                ),
+            ));
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (dir, bytes);
+    Ok(())
+}
+
 /// Removes the temporaries a killed writer left for the destinations `names` in `dir`
-/// (`.NAME.PID-N.tmp`, as [`AtomicFile::create`] names them): those no living process holds
-/// locked. Returns how many were removed. Errors (an unreadable directory) remove nothing.
+/// (`.NAME.PID-N.tmp`, as [`AtomicFile::create`] names them): those whose process (`PID`)
+/// no longer exists and that nobody holds locked. Returns how many were removed. Errors (an
+/// unreadable directory) remove nothing.
 pub fn remove_stale_temps(dir: &Path, names: &[&std::ffi::OsStr]) -> usize {
+    // `dir` as a path's parent: empty for a bare name.
     let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
     let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
     let wanted: std::collections::HashSet<&[u8]> =
@@ -264,6 +317,12 @@ pub fn remove_stale_temps(dir: &Path, names: &[&std::ffi::OsStr]) -> usize {
             continue;
         }
         let path = entry.path();
+        // A living writer's temporary is never taken, locked or not: it may be between its
+        // creation and its lock, or complete, closed and waiting for its rename (a split
+        // set's shards).
+        if temp_pid(file_name.as_encoded_bytes()).is_none_or(process_lives) {
+            continue;
+        }
         let Ok(file) = File::open(&path) else { continue };
         if matches!(entry.file_type(), Ok(t) if t.is_file())
             && lockable(&file)
@@ -292,12 +351,43 @@ fn lockable(file: &File) -> bool {
 
 /// The destination name a temporary's name `.NAME.PID-N.tmp` stands for.
 fn temp_dest(name: &[u8]) -> Option<&[u8]> {
+    temp_parts(name).map(|(dest, _)| dest)
+}
+
+/// The process id in a temporary's name `.NAME.PID-N.tmp`.
+fn temp_pid(name: &[u8]) -> Option<u32> {
+    let (_, pid) = temp_parts(name)?;
+    std::str::from_utf8(pid).ok()?.parse().ok()
+}
+
+/// `(NAME, PID)` of a temporary's name `.NAME.PID-N.tmp`.
+fn temp_parts(name: &[u8]) -> Option<(&[u8], &[u8])> {
     let rest = name.strip_prefix(b".")?.strip_suffix(b".tmp")?;
     let dot = rest.iter().rposition(|&b| b == b'.')?;
     let (dest, tag) = (rest.get(..dot)?, rest.get(dot + 1..)?);
     let (pid, n) = tag.split_at(tag.iter().position(|&b| b == b'-')?);
     let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
-    (digits(pid) && digits(n.get(1..)?) && !dest.is_empty()).then_some(dest)
+    (digits(pid) && digits(n.get(1..)?) && !dest.is_empty()).then_some((dest, pid))
+}
+
+/// True unless no process with this id exists (this process counts as living). A process
+/// that exists but is another user's (`EPERM`) lives; a reused id of a dead writer only
+/// keeps its temporary until that process ends too. Off Unix, every process lives (nothing
+/// is taken).
+fn process_lives(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Some(pid) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else {
+            // Not a valid id (0, or too large): no process has it.
+            return false;
+        };
+        !matches!(rustix::process::test_kill_process(pid), Err(rustix::io::Errno::SRCH))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
 }
 
 /// What a [`copy_range`] did.
@@ -633,4 +723,39 @@ fn copy_reader(
         return Err(ReaderError::Length(done));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn room_is_checked_against_the_free_blocks() {
+        let dir = std::env::temp_dir();
+        check_room(&dir, 0).unwrap();
+        check_room(&dir, 1).unwrap();
+        let e = check_room(&dir, u64::MAX).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::StorageFull);
+        assert!(e.to_string().contains("18446744073709551615 bytes are needed"), "{e}");
+    }
+
+    #[test]
+    fn a_bare_name_is_in_the_current_directory() {
+        // `-o out.gguf`: the rename is in `.`, which must be synced (it was skipped).
+        assert_eq!(dir_of(Path::new("out.gguf")), Path::new("."));
+        assert_eq!(dir_of(Path::new("./out.gguf")), Path::new("."));
+        assert_eq!(dir_of(Path::new("models/out.gguf")), Path::new("models"));
+        assert_eq!(dir_of(Path::new("/out.gguf")), Path::new("/"));
+        assert_eq!(dir_of(Path::new("/")), Path::new("."));
+    }
+
+    #[test]
+    fn temporary_names_give_their_destination_and_writer() {
+        assert_eq!(temp_dest(b".m.gguf.123-4.tmp"), Some(&b"m.gguf"[..]));
+        assert_eq!(temp_pid(b".m.gguf.123-4.tmp"), Some(123));
+        assert_eq!(temp_pid(b".m.gguf.x-4.tmp"), None);
+        assert_eq!(temp_pid(b"m.gguf.123-4.tmp"), None);
+        assert_eq!(temp_pid(b".m.gguf.99999999999-4.tmp"), None, "no such pid fits a u32");
+        assert!(process_lives(std::process::id()));
+    }
 }

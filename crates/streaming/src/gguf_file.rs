@@ -83,4 +83,8 @@ impl GgufFile {
     pub fn gguf(&self) -> &Gguf<HeaderBytes> {
         self.ast()
     }
+
+    fn endian(&self) -> sipllm_gguf::Endian {
+        self.gguf.endian()
+    }
 }

@@ -8,6 +8,7 @@ use sipllm_model::ftype::Quantization;
 
 use crate::cli::InspectArgs;
 use crate::commands::{compile_filter, keep, open_or_report, report_open_error};
+use crate::diagnostic::{FileDiagnostic, Renderer};
 use crate::glob::Glob;
 use crate::open::{Format, SAMPLE_NAME, open_sample};
 use crate::render::escape;
@@ -35,6 +36,15 @@ pub fn run(args: &InspectArgs, ctx: &Ctx) -> io::Result<Exit> {
             Err(e) => return Ok(report_open_error(SAMPLE_NAME.as_ref(), &e, ctx)),
         },
     };
+    // On standard error, so `--json` stays pure JSON and the report itself is the file's.
+    if let Some(path) = &args.file {
+        let renderer = Renderer { color: ctx.color_stderr, width: ctx.width };
+        for (file, backup) in crate::commands::pending_backups(path, &opened) {
+            let finding = crate::commands::pending_backup_finding(&file, &backup);
+            let diag = FileDiagnostic::new(finding, &crate::open::shown_name(&file), None);
+            let _ = io::stderr().write_all(renderer.render(&diag).as_bytes());
+        }
+    }
     let view = View::of(&opened);
     let config = crate::view::config(&opened);
     let stdout = io::stdout();

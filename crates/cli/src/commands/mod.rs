@@ -1,7 +1,6 @@
 //! One module per command, and what they share: opening a file (or reporting why it cannot be
 //! opened) and compiling `--filter`.
 
-use std::fs::File;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -112,13 +111,89 @@ pub fn refuse_input_as_output(
     Ok(())
 }
 
-/// Creates `read -o`'s output file (raw bytes or values), or reports why it cannot be created
-/// (exit code 2). The caller has refused an output that is its input first.
-pub fn create_output(path: &Path) -> Result<File, Exit> {
-    File::create(path).map_err(|e| {
-        usage_error(&format!("cannot create {}: {e}", escape::str(&path.display().to_string())))
-    })
+/// Writes an auxiliary output (`read -o`: raw bytes or values; `verify --manifest`) as model
+/// files are written ([`AtomicFile`](sipllm_edit::write::AtomicFile)): `write` fills a
+/// temporary beside `path`, which replaces `path` only once complete and synced, and only if
+/// `write` returns [`Exit::Ok`]. A kill, a full file system or a failed read leaves the
+/// previous file as it was (and no half-written one). An existing `path` that is not a
+/// regular file — a FIFO, which would block the write forever, or a device — is refused (exit
+/// code 2): it cannot be replaced atomically, and standard output (`-o -`) is the stream
+/// path. The caller has refused an output that is its input first.
+pub fn write_output(path: &Path, write: impl FnOnce(&mut dyn Write) -> io::Result<Exit>) -> Exit {
+    let shown = escape::str(&path.display().to_string()).into_owned();
+    let out = match sipllm_edit::write::AtomicFile::create(path) {
+        Ok(out) => out,
+        Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
+            return usage_error(&format!(
+                "cannot write {shown}: {e} (`-o -` writes to standard output)"
+            ));
+        }
+        Err(e) => return usage_error(&format!("cannot create {shown}: {e}")),
+    };
+    let mut buffered = io::BufWriter::with_capacity(1 << 20, out.file());
+    let exit = match write(&mut buffered) {
+        Ok(Exit::Ok) => Exit::Ok,
+        // Not committed: the temporary is removed and `path` keeps what it held.
+        Ok(exit) => return exit,
+        Err(e) => return usage_error(&format!("cannot write {shown}: {e}")),
+    };
+    if let Err(e) = buffered.into_inner().map_err(io::IntoInnerError::into_error) {
+        return usage_error(&format!("cannot write {shown}: {e}"));
+    }
+    match out.commit() {
+        Ok(()) => exit,
+        Err(e) => usage_error(&format!("cannot write {shown}: {e}")),
+    }
 }
+
+/// The header backups an interrupted `edit --in-place` left (`.NAME.header-backup`) beside
+/// the file `path` opened as `opened` — beside each shard, for a split set: `(file, backup)`.
+/// Readers parse such a file as it is, but its header may be half-rewritten until
+/// `edit --recover` restores it, so `validate` and `inspect` say so. A URL has none.
+pub fn pending_backups(
+    path: &Path,
+    opened: &Opened,
+) -> Vec<(std::path::PathBuf, std::path::PathBuf)> {
+    if crate::open::remote_name(path).is_some() {
+        return Vec::new();
+    }
+    let files: Vec<&Path> = match opened.split() {
+        Some(set) => set.paths().flatten().collect(),
+        None => vec![path],
+    };
+    files
+        .into_iter()
+        .filter_map(|f| {
+            sipllm_edit::in_place::HeaderBackup::pending(f).map(|b| (f.to_path_buf(), b))
+        })
+        .collect()
+}
+
+/// The warning about a pending header backup ([`pending_backups`]) of `file`.
+pub fn pending_backup_finding(file: &Path, backup: &Path) -> Finding {
+    let show = |p: &Path| escape::str(&p.display().to_string()).into_owned();
+    Finding {
+        severity: crate::diagnostic::Severity::Warning,
+        code: PENDING_BACKUP,
+        message: format!(
+            "an in-place edit of this file was interrupted: its header backup {} is still \
+             there, so the header may be half-rewritten",
+            show(backup)
+        ),
+        path: String::new(),
+        offset: None,
+        len: 0,
+        help: format!(
+            "run `sipllm edit --recover {}` to restore the header from the backup (a backup \
+             that does not fit the file is refused, and the file left as it is).",
+            show(file)
+        ),
+    }
+}
+
+/// The code of [`pending_backup_finding`]: the write side's, for the same state (an edit
+/// refused while the backup exists).
+const PENDING_BACKUP: &str = "in_place::pending";
 
 /// Compiles `--filter`, or reports the bad pattern on standard error (exit code 2).
 pub fn compile_filter(pattern: Option<&str>) -> Result<Option<Glob>, Exit> {

@@ -2,7 +2,7 @@
 //! byte range of them, copied through a bounded buffer to a file or a pipe (never to a
 //! terminal).
 
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::Path;
 
 use sipllm_streaming::WeightSource;
@@ -10,7 +10,7 @@ use sipllm_streaming::WeightSource;
 use crate::cli::ReadArgs;
 use crate::commands::range::parse_range;
 use crate::commands::{
-    create_output, open_or_report, refuse_input_as_output, report_open_error, usage_error,
+    open_or_report, refuse_input_as_output, report_open_error, usage_error, write_output,
 };
 use crate::render::escape;
 use crate::{Ctx, Exit};
@@ -63,22 +63,9 @@ pub fn run(args: &ReadArgs, ctx: &Ctx) -> io::Result<Exit> {
     // One request for the range from a URL (at most 64 MiB each), however it is copied.
     opened.prefetch_range(start, range.end - range.start);
     match &args.output {
-        Some(path) if path != Path::new("-") => {
-            let file = match create_output(path) {
-                Ok(f) => f,
-                Err(exit) => return Ok(exit),
-            };
-            let mut out = BufWriter::new(file);
-            match copy(source, start, range.end - range.start, &mut out, &args.file, ctx) {
-                Ok(exit) => {
-                    if let Err(e) = out.flush() {
-                        return Ok(usage_error(&format!("cannot write the output: {e}")));
-                    }
-                    Ok(exit)
-                }
-                Err(e) => Ok(usage_error(&format!("cannot write the output: {e}"))),
-            }
-        }
+        Some(path) if path != Path::new("-") => Ok(write_output(path, |out| {
+            copy(source, start, range.end - range.start, out, &args.file, ctx)
+        })),
         _ => {
             let stdout = io::stdout();
             let mut out = stdout.lock();

@@ -48,6 +48,11 @@ pub fn check(path: &Path, settings: &OpenSettings, deny_warnings: bool) -> Outco
                     .flatten()
                     .unzip(),
             };
+            let (mut findings, mut files) = (findings, files);
+            for (file, backup) in crate::commands::pending_backups(path, &opened) {
+                findings.push(crate::commands::pending_backup_finding(&file, &backup));
+                files.push((file != path).then_some(file));
+            }
             let exit = if deny_warnings && !findings.is_empty() { Exit::Invalid } else { Exit::Ok };
             Outcome { findings, files, exit, read_as: Some(read_as(&opened, settings)) }
         }

@@ -11,7 +11,7 @@ use sipllm_streaming::{StreamError, TensorInfo, WeightSource};
 
 use crate::cli::{ReadArgs, TensorsArgs, ValueFormat, ValueType};
 use crate::commands::range::parse_range;
-use crate::commands::{create_output, keep, report_open_error, usage_error};
+use crate::commands::{keep, report_open_error, usage_error, write_output};
 use crate::glob::Glob;
 use crate::open::Opened;
 use crate::render::escape;
@@ -62,17 +62,7 @@ pub fn read(
         Ok(exit)
     };
     match &args.output {
-        Some(path) if path != Path::new("-") => {
-            let file = match create_output(path) {
-                Ok(f) => f,
-                Err(exit) => return Ok(exit),
-            };
-            let mut out = BufWriter::with_capacity(1 << 20, file);
-            match write(&mut out).and_then(|exit| out.flush().map(|()| exit)) {
-                Ok(exit) => Ok(exit),
-                Err(e) => Ok(usage_error(&format!("cannot write the output: {e}"))),
-            }
-        }
+        Some(path) if path != Path::new("-") => Ok(write_output(path, write)),
         _ => {
             let stdout = io::stdout();
             let mut out = BufWriter::with_capacity(1 << 20, stdout.lock());

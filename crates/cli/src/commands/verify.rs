@@ -16,17 +16,18 @@
 //!   namespace, `ef001206-dadc-5f6d-a15f-3359e577d4e5`, over all tensor data).
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sha1::Digest as _;
-use sipllm_streaming::WeightSource;
+use sipllm_streaming::{StreamError, WeightSource};
 
 use crate::cli::{HashKind, ManifestFormat, VerifyArgs};
-use crate::commands::{open_or_report, refuse_input_as_output, report_open_error, usage_error};
+use crate::commands::{
+    open_or_report, refuse_input_as_output, report_open_error, usage_error, write_output,
+};
 use crate::render::escape;
 use crate::render::json::hex;
 use crate::render::value::{group, human_bytes};
@@ -262,15 +263,45 @@ struct Hashes {
     bytes_read: u64,
 }
 
+/// The most bytes `--check` reads of a manifest: a line per tensor and hash kind, so the
+/// 2^20 tensors a header within the parser's default limits holds at 256 bytes a line.
+const MANIFEST_MAX_BYTES: u64 = 256 << 20;
+
+/// The text of the manifest at `path`: a regular file of at most [`MANIFEST_MAX_BYTES`],
+/// opened without blocking (a FIFO or `/dev/zero` is refused at once, not read forever), in
+/// UTF-8; otherwise the message saying why not.
+fn read_manifest(path: &Path) -> Result<String, String> {
+    let bytes = sipllm_edit::read_file_capped(path, MANIFEST_MAX_BYTES).map_err(|e| {
+        let why = match &e {
+            sipllm_edit::InputError::TooLarge { max, .. } => {
+                format!(
+                    "it holds more than {max} bytes, more than any manifest (reading stopped there)"
+                )
+            }
+            sipllm_edit::InputError::Read(StreamError::NotAFile { kind, .. }) => {
+                format!("it is {kind}, not a regular file: a manifest is a file")
+            }
+            sipllm_edit::InputError::Read(
+                StreamError::Open { source, .. } | StreamError::Io { source, .. },
+            ) => source.to_string(),
+            other => other.to_string(),
+        };
+        format!("cannot read the manifest {}: {why} ({})", show(path), e.code())
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        format!("{}: not UTF-8 text (byte {})", show(path), e.utf8_error().valid_up_to())
+    })
+}
+
 /// Runs `verify`.
 pub fn run(args: &VerifyArgs, ctx: &Ctx) -> io::Result<Exit> {
     let expected = match &args.check {
-        Some(path) => match std::fs::read_to_string(path) {
+        Some(path) => match read_manifest(path) {
             Ok(text) => match parse_any_manifest(&text) {
                 Ok(m) => Some(m),
                 Err(e) => return Ok(usage_error(&format!("{}: {e}", show(path)))),
             },
-            Err(e) => return Ok(usage_error(&format!("cannot read {}: {e}", show(path)))),
+            Err(msg) => return Ok(usage_error(&msg)),
         },
         None => None,
     };
@@ -361,8 +392,13 @@ pub fn run(args: &VerifyArgs, ctx: &Ctx) -> io::Result<Exit> {
                 gguf_hash_text(&per_tensor, &names, &hashes, &file_name, &model_lines)
             }
         };
-        if let Err(e) = write_manifest(path, &text, &mut out) {
-            return Ok(usage_error(&format!("cannot write {}: {e}", show(path))));
+        if path == Path::new("-") {
+            out.write_all(text.as_bytes())?;
+        } else {
+            let exit = write_output(path, |f| f.write_all(text.as_bytes()).map(|()| Exit::Ok));
+            if exit != Exit::Ok {
+                return Ok(exit);
+            }
         }
     }
     let check_name = args.check.as_deref().map(show).unwrap_or_default();
@@ -496,15 +532,6 @@ fn gguf_hash_text(
         text.push('\n');
     }
     text
-}
-
-fn write_manifest(path: &Path, text: &str, stdout: &mut dyn Write) -> io::Result<()> {
-    if path == Path::new("-") {
-        return stdout.write_all(text.as_bytes());
-    }
-    let mut f = BufWriter::new(File::create(path)?);
-    f.write_all(text.as_bytes())?;
-    f.flush()
 }
 
 /// The outcome of checking one hash function of a gguf-hash manifest.

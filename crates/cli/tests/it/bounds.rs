@@ -5,13 +5,12 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use sipllm_gguf::GgmlType;
 use sipllm_testkit::GgufBuilder;
 
 use crate::files::{valid, write};
-use crate::support::{Run, sipllm, temp_dir};
+use crate::support::{Run, run_with_file_limit, sipllm, temp_dir, temporaries};
 
 /// Tensors `a<LF>b` and `a\nb` (a backslash and an `n`) print differently, and `verify
 /// --check` against the file's own fresh manifest passes (it failed: both escaped to `a\nb`,
@@ -39,9 +38,12 @@ fn a_line_feed_and_a_backslash_n_are_different_names() {
     assert!(run.stdout.contains("check: all 2 tensors match"), "{}", run.stdout);
 }
 
-/// Runs `sipllm args…` in `dir` with `stdin`, killing it (and failing) after `secs` seconds:
-/// a hang is a failure, not a stuck test run.
-fn sipllm_within(dir: &Path, args: &[&str], stdin: Stdio, secs: u64) -> Run {
+/// Runs `sipllm args…` in `dir` with `stdin`, killing it (and failing) when it hangs: a hang
+/// is a failure, not a stuck test run. Hung means [`HANG_CPU`](sipllm_testkit::command::HANG_CPU)
+/// of CPU time, or none used for [`HANG_IDLE`](sipllm_testkit::command::HANG_IDLE) (blocked):
+/// CPU time, so a busy machine cannot fail the test.
+fn sipllm_within(dir: &Path, args: &[&str], stdin: Stdio) -> Run {
+    use std::io::Read as _;
     let mut child = Command::new(env!("CARGO_BIN_EXE_sipllm"))
         .args(args)
         .current_dir(dir)
@@ -51,26 +53,28 @@ fn sipllm_within(dir: &Path, args: &[&str], stdin: Stdio, secs: u64) -> Run {
         .stderr(Stdio::piped())
         .spawn()
         .expect("the sipllm binary runs");
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let out = child.wait_with_output().unwrap();
-            let run = Run {
-                code: status.code(),
-                stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-                stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-                stdout_bytes: out.stdout,
-            };
-            assert_ne!(run.code, Some(101), "sipllm {args:?} panicked:\n{}", run.stderr);
-            return run;
-        }
-        if started.elapsed() > Duration::from_secs(secs) {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            panic!("sipllm {args:?} still ran after {secs} s: it hangs");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    // Drained while it runs, so a full pipe cannot block it.
+    let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let Some(status) = sipllm_testkit::command::wait_unless_hung(&mut child) else {
+        panic!("sipllm {args:?} hung (killed)");
+    };
+    let (stdout, stderr) = (out.join().unwrap(), err.join().unwrap());
+    let run = Run {
+        code: status.code(),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        stdout_bytes: stdout,
+    };
+    assert_ne!(run.code, Some(101), "sipllm {args:?} panicked:\n{}", run.stderr);
+    run
 }
 
 fn mkfifo(path: &Path) {
@@ -94,7 +98,6 @@ fn set_file_is_bounded_whatever_the_source() {
         &dir,
         &["edit", &model, "-o", "out.gguf", "--set-file", "tokenizer.chat_template=/dev/zero"],
         Stdio::null(),
-        60,
     );
     refused(&run, "/dev/zero");
     assert!(
@@ -110,7 +113,6 @@ fn set_file_is_bounded_whatever_the_source() {
         &dir,
         &["edit", &model, "-o", "out.gguf", "--set-file", "tokenizer.chat_template=/dev/stdin"],
         stdin,
-        60,
     );
     yes.kill().unwrap();
     yes.wait().unwrap();
@@ -123,7 +125,6 @@ fn set_file_is_bounded_whatever_the_source() {
         &dir,
         &["edit", &model, "-o", "out.gguf", "--set-file", "tokenizer.chat_template=t.fifo"],
         Stdio::null(),
-        20,
     );
     refused(&run, "a FIFO with no writer");
     assert!(run.stderr.contains("a FIFO (pipe) that delivered no bytes"), "{}", run.stderr);
@@ -139,12 +140,103 @@ fn set_file_is_bounded_whatever_the_source() {
         &dir,
         &["edit", &model, "-o", "out.gguf", "--set-file", "tokenizer.chat_template=/dev/stdin"],
         stdin,
-        60,
     );
     echo.wait().unwrap();
     assert_eq!(run.code, Some(0), "{}", run.transcript());
     let run = sipllm(&dir, &["inspect", "out.gguf"]);
     assert!(run.stdout.contains("\"{{ bos_token }}\""), "{}", run.stdout);
+}
+
+/// `verify --check` reads its manifest through the capped, regular-files-only reader:
+/// `/dev/zero` (it grew to 24 GB and was killed), a FIFO (it hung) and a file past the cap are
+/// refused before the model is read, with the path and the reason; `edit --recover` refuses a
+/// header backup that is a FIFO the same way (it hung).
+#[test]
+fn auxiliary_inputs_are_regular_files_read_bounded() {
+    let dir = temp_dir("bounds-check");
+    let model = write(&dir, "m.gguf", &valid());
+    mkfifo(&dir.join("m.fifo"));
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero.sha256")).unwrap();
+    // Sparse: one byte past the cap costs no disk, and is refused by its size unread.
+    let big = std::fs::File::create(dir.join("big.sha256")).unwrap();
+    big.set_len((256 << 20) + 1).unwrap();
+    for (manifest, why) in [
+        ("/dev/zero", "it is a character device, not a regular file"),
+        ("zero.sha256", "it is a character device, not a regular file"),
+        ("m.fifo", "it is a FIFO (pipe), not a regular file"),
+        ("big.sha256", "it holds more than 268435456 bytes"),
+    ] {
+        let run = sipllm_within(&dir, &["verify", "--check", manifest, &model], Stdio::null());
+        assert_eq!(run.code, Some(2), "{manifest}: {}", run.transcript());
+        let expect = format!("cannot read the manifest {manifest}: {why}");
+        assert!(run.stderr.contains(&expect), "{manifest}: {}", run.stderr);
+        assert!(run.stdout.is_empty(), "{manifest}: {}", run.stdout);
+    }
+
+    mkfifo(&dir.join(".m.gguf.header-backup"));
+    let run = sipllm_within(&dir, &["edit", "--recover", &model], Stdio::null());
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    assert!(run.stderr.contains("not a regular file"), "{}", run.stderr);
+    assert_eq!(std::fs::read(dir.join(&model)).unwrap(), valid(), "the model is not written");
+}
+
+/// `read -o OUT` (raw and `--as f32`) and `verify --manifest OUT` are written as model files
+/// are (issue 26): a kill or a full disk (here a file-size limit: killed by SIGXFSZ, or with
+/// the signal ignored, EFBIG) leaves the previous OUT intact and no temporary; they truncated
+/// it first. An OUT that is a FIFO is refused at once (it blocked forever).
+#[test]
+fn auxiliary_outputs_are_atomic_and_never_block() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = temp_dir("bounds-outputs");
+    // 64 KiB of tensor data, and a manifest of 120 long names: both past an 8 KiB limit.
+    let mut b = GgufBuilder::new()
+        .kv("general.architecture", sipllm_testkit::Value::str("llama"))
+        .tensor("big.weight", GgmlType::F32, &[128, 128]);
+    for i in 0..120 {
+        b = b.tensor(
+            &format!("blk.{i}.a_rather_long_tensor_name_for_a_long_manifest"),
+            GgmlType::F32,
+            &[4],
+        );
+    }
+    write(&dir, "m.gguf", &b.build());
+    let old = b"the previous output".to_vec();
+    let commands: [&[&str]; 3] = [
+        &["read", "m.gguf", "big.weight", "-o", "out"],
+        &["read", "m.gguf", "big.weight", "--as", "f32", "-o", "out"],
+        &["verify", "m.gguf", "--manifest", "out"],
+    ];
+    for args in commands {
+        std::fs::write(dir.join("out"), &old).unwrap();
+        let killed = run_with_file_limit(&dir, false, args);
+        assert_eq!(killed.status.signal(), Some(25), "{args:?}: SIGXFSZ: {killed:?}");
+        assert_eq!(std::fs::read(dir.join("out")).unwrap(), old, "{args:?}: killed");
+        // A later write of `out` removes what the killed one left.
+        let failed = run_with_file_limit(&dir, true, args);
+        assert_eq!(failed.status.code(), Some(2), "{args:?}: {failed:?}");
+        let stderr = String::from_utf8_lossy(&failed.stderr);
+        assert!(stderr.contains("cannot write out"), "{args:?}: {stderr}");
+        assert_eq!(std::fs::read(dir.join("out")).unwrap(), old, "{args:?}: failed");
+        let left = temporaries(&dir);
+        assert!(left.is_empty(), "{args:?}: {left:?}");
+        // Unlimited, the output is replaced whole.
+        let run = sipllm(&dir, args);
+        assert_eq!(run.code, Some(0), "{args:?}: {}", run.transcript());
+        assert!(std::fs::metadata(dir.join("out")).unwrap().len() > 8 << 10, "{args:?}");
+    }
+
+    mkfifo(&dir.join("out.fifo"));
+    let commands: [&[&str]; 3] = [
+        &["read", "m.gguf", "big.weight", "-o", "out.fifo"],
+        &["read", "m.gguf", "big.weight", "--as", "f32", "-o", "out.fifo"],
+        &["verify", "m.gguf", "--manifest", "out.fifo"],
+    ];
+    for args in commands {
+        let run = sipllm_within(&dir, args, Stdio::null());
+        assert_eq!(run.code, Some(2), "{args:?}: {}", run.transcript());
+        assert!(run.stderr.contains("cannot write out.fifo"), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains("not a regular file"), "{args:?}: {}", run.stderr);
+    }
 }
 
 /// Every command refuses a model that is a FIFO, promptly and with a typed error (they all
@@ -168,14 +260,14 @@ fn every_command_refuses_a_fifo_instead_of_hanging() {
         &["merge", "f.gguf", "out.gguf"],
     ];
     for args in commands {
-        let run = sipllm_within(&dir, args, Stdio::null(), 20);
+        let run = sipllm_within(&dir, args, Stdio::null());
         assert_eq!(run.code, Some(2), "{args:?}: {}", run.transcript());
         let all = format!("{}{}", run.stdout, run.stderr);
         assert!(all.contains("a FIFO (pipe), not a regular file"), "{args:?}: {all}");
         assert!(all.contains("stream::open::not_a_file"), "{args:?}: {all}");
     }
     // `validate` of several files judges the FIFO and goes on to the next.
-    let run = sipllm_within(&dir, &["validate", "f.gguf", "m.gguf"], Stdio::null(), 20);
+    let run = sipllm_within(&dir, &["validate", "f.gguf", "m.gguf"], Stdio::null());
     assert_eq!(run.code, Some(2), "{}", run.transcript());
     assert!(run.stdout.contains("m.gguf"), "{}", run.transcript());
 
@@ -192,7 +284,7 @@ fn every_command_refuses_a_fifo_instead_of_hanging() {
         &["merge", first, "merged.gguf"],
     ];
     for args in commands {
-        let run = sipllm_within(&dir, args, Stdio::null(), 20);
+        let run = sipllm_within(&dir, args, Stdio::null());
         assert_eq!(run.code, Some(2), "{args:?}: {}", run.transcript());
         let all = format!("{}{}", run.stdout, run.stderr);
         assert!(all.contains("stream::open::not_a_file"), "{args:?}: {all}");

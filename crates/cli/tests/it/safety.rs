@@ -443,3 +443,118 @@ fn a_killed_re_split_never_leaves_a_mixed_set() {
     assert_eq!(run.code, Some(0), "{}", run.transcript());
     assert!(fs::read(dir.join("merged.gguf")).unwrap() == new, "the new set, whole");
 }
+
+/// Two splits into one directory never destroy each other's shards (issue 26): the second
+/// exited 0 with 1–2 of 3 shards left, its sweep having taken the first's closed temporaries
+/// and its rollback the first's shards. A split holds its output directory's lock
+/// throughout, so a second one is refused before it touches a file, and a sweep never takes
+/// a living process's temporary.
+#[test]
+fn two_splits_into_one_directory_never_destroy_each_others_shards() {
+    let dir = temp_dir("safety-two-splits");
+    let bytes = model().tensor("c", GgmlType::F32, &[64]).build();
+    write(&dir, "m.gguf", &bytes);
+    // Four tensors: four shards.
+    let shard_names = ["m-00001-of-00004.gguf", "m-00002-of-00004.gguf"];
+    let split = ["split", "m.gguf", "--max-tensors", "1"];
+    let run = sipllm(&dir, &split);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    let before = names(&dir);
+
+    // Another split holds the directory (the test plays it, holding the lock): refused, with
+    // its code, and every file is as it was.
+    let held = fs::File::open(&dir).unwrap();
+    sipllm_streaming::lock::try_lock_exclusive(&held, &dir).unwrap();
+    let run = sipllm(&dir, &split);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    assert!(run.stderr.contains("split::busy"), "{}", run.stderr);
+    assert!(run.stderr.contains("another split is writing into"), "{}", run.stderr);
+    assert_eq!(names(&dir), before);
+    drop(held);
+
+    // A living run's temporary — complete, closed and unlocked, waiting for its rename, as a
+    // split leaves each shard before it renames the set — survives another run's sweep.
+    let live = dir.join(format!(".{}.{}-0.tmp", shard_names[1], std::process::id()));
+    fs::write(&live, b"another run's shard").unwrap();
+    let run = sipllm(&dir, &split);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert_eq!(fs::read(&live).unwrap(), b"another run's shard");
+    fs::remove_file(&live).unwrap();
+
+    // Really concurrent: whatever the interleaving, each run either wrote the whole set or
+    // was refused, and the set on disk is whole.
+    for round in 0..8 {
+        let (a, b) = (spawn(&dir, &split), spawn(&dir, &split));
+        let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+        let codes = [a.status.code(), b.status.code()];
+        assert!(codes.contains(&Some(0)), "round {round}: {codes:?}");
+        for out in [&a, &b] {
+            let err = String::from_utf8_lossy(&out.stderr);
+            match out.status.code() {
+                Some(0) => {}
+                Some(2) => assert!(err.contains("split::busy"), "round {round}: {err}"),
+                c => panic!("round {round}: exit {c:?}: {err}"),
+            }
+        }
+        assert_eq!(names(&dir), before, "round {round}");
+        let run = sipllm(&dir, &["merge", shard_names[0], "merged.gguf"]);
+        assert_eq!(run.code, Some(0), "round {round}: {}", run.transcript());
+        assert!(fs::read(dir.join("merged.gguf")).unwrap() == bytes, "round {round}");
+        fs::remove_file(dir.join("merged.gguf")).unwrap();
+    }
+}
+
+/// A killed `edit -o` left a full-size hidden temporary that nothing removed (issue 26): the
+/// next write of that output removes it — only a dead writer's, never a living one's.
+#[test]
+fn the_next_edit_removes_what_a_killed_edit_left() {
+    let dir = temp_dir("safety-killed-edit");
+    write(&dir, "m.gguf", &editable());
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let stale = write(&dir, &format!(".out.gguf.{dead}-0.tmp"), &vec![7u8; 1 << 20]);
+    let living = write(&dir, &format!(".out.gguf.{}-0.tmp", std::process::id()), b"mine");
+    let run = sipllm(&dir, &["edit", "m.gguf", "-o", "out.gguf", "--set", "general.alpha=str:z"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(!stale.exists(), "{:?}", names(&dir));
+    assert_eq!(fs::read(&living).unwrap(), b"mine");
+    assert_eq!(get_str(&dir.join("out.gguf"), "general.alpha").as_deref(), Some("z"));
+}
+
+/// `validate` and `inspect` read a file as it is, but a header backup beside it means an
+/// in-place edit was interrupted and the header may be half-rewritten: they say so, with the
+/// code and the recovery command (issue 26: they ignored it).
+#[test]
+fn readers_warn_of_a_pending_header_backup() {
+    let dir = temp_dir("safety-pending-backup");
+    write(&dir, "m.gguf", &editable());
+    let quiet = sipllm(&dir, &["validate", "m.gguf"]);
+    assert_eq!(quiet.code, Some(0), "{}", quiet.transcript());
+    assert!(!quiet.stdout.contains("in_place::pending"), "{}", quiet.stdout);
+    let backup = write(&dir, ".m.gguf.header-backup", b"a record");
+
+    let run = sipllm(&dir, &["validate", "m.gguf"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(run.stdout.contains("in_place::pending"), "{}", run.stdout);
+    assert!(run.stdout.contains("sipllm edit --recover m.gguf"), "{}", run.stdout);
+    assert!(run.stdout.contains("valid, 1 warning"), "{}", run.stdout);
+    let run = sipllm(&dir, &["validate", "--deny-warnings", "m.gguf"]);
+    assert_eq!(run.code, Some(1), "{}", run.transcript());
+    let run = sipllm(&dir, &["validate", "--format", "json", "m.gguf"]);
+    let line: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(line["code"], "in_place::pending");
+    assert_eq!(line["severity"], "warning");
+
+    let run = sipllm(&dir, &["inspect", "m.gguf"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(run.stderr.contains("in_place::pending"), "{}", run.stderr);
+    assert!(run.stderr.contains("sipllm edit --recover m.gguf"), "{}", run.stderr);
+    let run = sipllm(&dir, &["inspect", "--json", "m.gguf"]);
+    assert!(run.stderr.contains("in_place::pending"), "{}", run.stderr);
+    serde_json::from_str::<serde_json::Value>(&run.stdout).expect("standard output stays JSON");
+
+    fs::remove_file(backup).unwrap();
+    let run = sipllm(&dir, &["inspect", "m.gguf"]);
+    assert!(!run.stderr.contains("in_place::pending"), "{}", run.stderr);
+}

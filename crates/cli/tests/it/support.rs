@@ -58,3 +58,32 @@ pub(crate) fn golden(name: &str, actual: &str) {
         );
     }
 }
+
+/// Runs `sipllm ARGS` in `dir` under `sh` with a file-size limit of 16 blocks (8 KiB), so a
+/// write past it fails — a full disk, as far as the writer can tell: killed by SIGXFSZ, or
+/// with the signal ignored (`ignore_signal`), an EFBIG error.
+pub(crate) fn run_with_file_limit(
+    dir: &Path,
+    ignore_signal: bool,
+    args: &[&str],
+) -> std::process::Output {
+    let trap = if ignore_signal { "trap '' XFSZ; " } else { "" };
+    std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{trap}ulimit -f 16; exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_sipllm"))
+        .args(args)
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+/// The temporaries (`*.tmp`) in `dir`: what a write left behind.
+pub(crate) fn temporaries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect()
+}

@@ -80,18 +80,33 @@ fn atomic_replacement_keeps_mode_follows_links_and_sweeps_stale_temporaries() {
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput, "{}", special.display());
     }
 
-    // A dead writer's temporary (nobody holds it locked) is swept; a living one's is not, nor
-    // another destination's.
-    let stale = dir.join(".model.gguf.999999-3.tmp");
-    std::fs::write(&stale, b"partial").unwrap();
-    let other = dir.join(".other.gguf.999999-3.tmp");
-    std::fs::write(&other, b"partial").unwrap();
+    // A dead writer's temporary (its process gone, nobody holds it locked) is swept; a living
+    // one's is not, locked or not (a living process's unlocked temporary: one just created,
+    // or a split's shard closed before its rename), nor another destination's.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
     let living = AtomicFile::create(&dest).unwrap();
+    let stale = dir.join(format!(".model.gguf.{dead}-3.tmp"));
+    std::fs::write(&stale, b"partial").unwrap();
+    let other = dir.join(format!(".other.gguf.{dead}-3.tmp"));
+    std::fs::write(&other, b"partial").unwrap();
+    let unlocked = dir.join(format!(".model.gguf.{}-999.tmp", std::process::id()));
+    std::fs::write(&unlocked, b"complete, closed").unwrap();
     let names = [std::ffi::OsStr::new("model.gguf")];
     assert_eq!(sipllm_edit::write::remove_stale_temps(&dir, &names), 1);
     assert!(!stale.exists());
     assert!(other.exists());
     assert!(living.temp_path().exists(), "a living writer's temporary is kept");
+    assert!(unlocked.exists(), "a living writer's unlocked temporary is kept");
+    // A new write of the destination sweeps its dead writers' temporaries itself (a killed
+    // `edit -o` left one behind for good); the living ones stay.
+    std::fs::write(&stale, b"partial").unwrap();
+    let next = AtomicFile::create(&dest).unwrap();
+    assert!(!stale.exists(), "the next write of model.gguf removed the dead writer's");
+    assert!(other.exists() && unlocked.exists() && living.temp_path().exists());
+    drop(next);
+    std::fs::remove_file(&unlocked).unwrap();
     drop(living);
     std::fs::remove_dir_all(dir).unwrap();
 }
