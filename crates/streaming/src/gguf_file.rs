@@ -83,8 +83,4 @@ impl GgufFile {
     pub fn gguf(&self) -> &Gguf<HeaderBytes> {
         self.ast()
     }
-
-    fn endian(&self) -> sipllm_gguf::Endian {
-        self.gguf.endian()
-    }
 }

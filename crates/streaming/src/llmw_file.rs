@@ -89,9 +89,4 @@ impl LlmwFile {
     pub fn llmw(&self) -> &Llmw<HeaderBytes> {
         self.ast()
     }
-
-    /// `.llmw` stores every number little-endian (docs/llmw.md).
-    fn endian(&self) -> sipllm_gguf::Endian {
-        sipllm_gguf::Endian::Little
-    }
 }
