@@ -377,7 +377,7 @@ pub fn export(
             return Err(SafetensorsError::DuplicateName { name });
         }
         let stored = StDtype::stored(t.ggml_type);
-        let has_values = sipllm_quants_supported(t.ggml_type);
+        let has_values = sipllm_quants::is_supported(t.ggml_type);
         let dtype = match options.dtype {
             Dtype::F32 => StDtype::F32,
             Dtype::F16 => StDtype::F16,
@@ -509,10 +509,6 @@ pub fn export(
         config,
         left_out: mapping.map(|m| m.left_out).unwrap_or_default(),
     })
-}
-
-fn sipllm_quants_supported(ty: GgmlType) -> bool {
-    sipllm_quants::is_supported(ty)
 }
 
 /// Positional writes of one tensor's bytes, in order.
