@@ -527,7 +527,6 @@ fn hf_names_refuse_what_they_do_not_know() {
 }
 
 #[test]
-#[ignore = "needs WeightSource::read_f32 to byte-swap big-endian data (being fixed on another branch)"]
 fn a_big_endian_model_exports_as_its_little_endian_twin() {
     let Some(shared) = shared_dir("a_big_endian_model_exports_as_its_little_endian_twin") else {
         return;
