@@ -10,5 +10,7 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 #![doc(test(attr(deny(warnings))))]
 
+pub mod arch;
 pub mod config;
 pub mod diff;
+pub mod load;
