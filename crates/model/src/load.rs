@@ -148,7 +148,7 @@ impl fmt::Display for Issue {
             Issue::UnknownArch { name } => {
                 write!(f, "unknown model architecture {name:?}: llama.cpp does not know it")
             }
-            Issue::MissingKey { key, step } => write!(f, "key not found in model: {key} ({step})"),
+            Issue::MissingKey { key, step: _ } => write!(f, "key not found in model: {key}"),
             Issue::KeyType { key, expected, found } => {
                 write!(f, "key {key} has type {found}, llama.cpp expects {expected}")
             }
@@ -157,15 +157,10 @@ impl fmt::Display for Issue {
                 "key {key} has {found} values, llama.cpp expects one per layer ({expected})"
             ),
             Issue::BadValue { key, message } => write!(f, "key {key}: {message}"),
-            Issue::MissingTensor { name } => {
-                write!(f, "tensor {name:?} not found: the loader requires it")
+            Issue::MissingTensor { name } => write!(f, "required tensor {name:?} not found"),
+            Issue::TensorShape { name: _, expected, found } => {
+                write!(f, "shape (ne) {}, llama.cpp expects {}", dims(found), dims(expected))
             }
-            Issue::TensorShape { name, expected, found } => write!(
-                f,
-                "tensor {name:?} has shape {}, llama.cpp expects {} (ne, ggml order)",
-                dims(found),
-                dims(expected)
-            ),
             Issue::ExtraTensors { in_file, created, examples } => write!(
                 f,
                 "wrong number of tensors: the file has {in_file}, the loader creates {created} \
@@ -178,16 +173,18 @@ impl fmt::Display for Issue {
                 "block_count is {found}: llama.cpp asserts 0 < block_count <= \
                  {LLAMA_MAX_LAYERS} and aborts"
             ),
+            Issue::LlamaCppCrashes { assertion: "a non-zero divisor", detail } => {
+                write!(f, "llama.cpp dies of SIGFPE (integer division by zero): {detail}")
+            }
             Issue::LlamaCppCrashes { assertion, detail } => {
-                write!(f, "llama.cpp aborts on GGML_ASSERT({assertion}): {detail}")
+                write!(f, "llama.cpp aborts: GGML_ASSERT({assertion}) fails: {detail}")
             }
             Issue::MoreTensorFindings { count } => {
                 write!(f, "{count} more tensors are missing or have the wrong shape")
             }
-            Issue::TensorsUnchecked { arch } => write!(
-                f,
-                "architecture {arch:?}: its keys were checked, its tensors were not (no table)"
-            ),
+            Issue::TensorsUnchecked { arch } => {
+                write!(f, "{arch:?}: keys checked, tensors not (no table)")
+            }
         }
     }
 }
@@ -251,8 +248,9 @@ impl Kind for Issue {
                  (GGML_ASSERT: the process aborts): fix {arch}.block_count"
             }
             Issue::LlamaCppCrashes { .. } => {
-                "load_hparams (src/llama-model.cpp) checks this with GGML_ASSERT, which aborts \
-                 the process: fix the expert counts"
+                "llama.cpp does not refuse this file, it kills the process: a GGML_ASSERT \
+                 (load_hparams in src/llama-model.cpp, or the architecture's src/models/ file) \
+                 or an integer division by zero in load_arch_tensors. Fix the value named"
             }
             Issue::MoreTensorFindings { .. } => {
                 "check_tensor_dims stops at the first; the first few are listed above: when \
@@ -281,6 +279,17 @@ pub struct LoadReport {
 }
 
 impl LoadReport {
+    /// The verdict in a few words: `loads it`, `may load it, tensors not checked`,
+    /// `refuses it`, `crashes on it` (after "llama.cpp").
+    pub fn verdict(&self) -> &'static str {
+        match (self.loads(), self.crashes(), self.tensors_checked) {
+            (true, _, true) => "loads it",
+            (true, _, false) => "may load it, tensors not checked",
+            (false, true, _) => "crashes on it",
+            (false, false, _) => "refuses it",
+        }
+    }
+
     /// True when llama.cpp would load the file (no error finding).
     pub fn loads(&self) -> bool {
         !self.findings.iter().any(|f| f.kind().severity() == Severity::Error)
@@ -745,10 +754,7 @@ fn arch_asserts(
     // load_arch_tensors' first lines: an integer division by zero (SIGFPE).
     let issue = issue.or_else(|| {
         let d = table.divisors.iter().find(|d| hp.eval(d, 0) == Some(0))?;
-        Some(crash(
-            "a non-zero divisor",
-            format!("load_arch_tensors divides by {d}, which is 0: SIGFPE"),
-        ))
+        Some(crash("a non-zero divisor", format!("load_arch_tensors divides by {d}, which is 0")))
     });
     match issue {
         Some(issue) => {
@@ -861,7 +867,7 @@ fn check_tensors(
     for spec in table.tensors.iter().filter(|s| s.required(0, hp)) {
         if let Some(d) = spec.dims.iter().find(|d| hp.eval_traced(d, 0).1) {
             let name = spec.name_for(0);
-            let detail = format!("computing {d} for {name:?} divides by zero: SIGFPE");
+            let detail = format!("the shape of {name:?} divides by {d}, which is 0");
             let issue = Issue::LlamaCppCrashes { assertion: "a non-zero divisor", detail };
             out.findings.push(Finding::new(issue, 0, 0, Path::root()));
             return;
