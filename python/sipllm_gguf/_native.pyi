@@ -119,3 +119,5 @@ def row_values(code: int, row_bytes: int) -> int:
 def supported_types() -> list[tuple[int, str, int, int]]:
     """(code, name, block size, type size) of every type with values."""
 def validate(path: str, profile: str = "strict") -> list[FindingRow]: ...
+def load_check(model: Model) -> tuple[list[FindingRow], str | None, bool, bool, bool]:
+    """(findings, arch, known_arch, loads, crashes) of the llama.cpp load check."""

@@ -8,6 +8,7 @@
 //!   of its own memory map exactly where gguf-py would, but only when they are asked for.
 //! * [`model`]: the native API (`sipllm_gguf.open`, `validate`): typed metadata, lazy string
 //!   sequences, tensors and reads through the `WeightSource` seam.
+//! * [`load`]: the llama.cpp load check (`Model.load_check`, `validate(path, model=True)`).
 //! * [`values`]: tensor values (sipllm-quants): `dequantize`, the drop-in for gguf-py's
 //!   `gguf.quants.dequantize`, and `Model.values` through the seam's `read_f32_at`.
 //!
@@ -16,6 +17,7 @@
 
 mod errors;
 mod header;
+mod load;
 mod model;
 mod strings;
 mod values;
@@ -35,6 +37,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(strings::decode_strings, m)?)?;
     m.add_function(wrap_pyfunction!(model::open, m)?)?;
     m.add_function(wrap_pyfunction!(model::validate, m)?)?;
+    m.add_function(wrap_pyfunction!(load::load_check, m)?)?;
     m.add_function(wrap_pyfunction!(values::dequantize, m)?)?;
     m.add_function(wrap_pyfunction!(values::row_values, m)?)?;
     m.add_function(wrap_pyfunction!(values::supported_types, m)?)?;

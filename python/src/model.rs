@@ -34,7 +34,7 @@ fn options(profile: &str) -> PyResult<OpenOptions> {
 #[pyclass(frozen, module = "sipllm_gguf._native")]
 #[derive(Debug)]
 pub(crate) struct Model {
-    inner: Arc<sipllm_streaming::Model>,
+    pub(crate) inner: Arc<sipllm_streaming::Model>,
     path: String,
 }
 
