@@ -400,6 +400,8 @@ def main():
 
     # hparams field -> C++ type and default
     field_type, field_default = {}, {}
+    for t, f in re.findall(r'^\s*std::array<(uint32_t|int32_t|float|bool), *[A-Z_0-9]+>\s+([a-z_0-9]+)\s*;', hparams_h, re.M):
+        field_type[f] = t
     for t, f, d in re.findall(r'^\s*(uint32_t|int32_t|float|bool|uint64_t|int64_t)\s+([a-z_0-9]+)\s*(?:=\s*([^;]+))?;', hparams_h, re.M):
         field_type[f] = t
         if d is not None:
@@ -480,15 +482,23 @@ def main():
         t_body = func_body(s, impl + '::load_arch_tensors') or ''
         stats['archs'] += 1
 
-        # required keys: unconditional get_key(LLM_KV_X, var) without `false` (depth 0 of the body)
+        # keys read unconditionally (depth 0 of the body) with get_key / get_key_or_arr:
+        # required without a trailing `false`; type-checked either way when present
         keys = []
         depth = 0
         for line in hp_body.split('\n'):
             if depth == 0:
                 for m in re.finditer(r'ml\.get_key(_or_arr)?\(\s*(LLM_KV_[A-Z0-9_]+)\s*,\s*([^,)]+)((?:,[^)]*)?)\)', line):
                     kvid, var, rest = m.group(2), m.group(3).strip(), m.group(4)
-                    if 'false' in rest or kvid not in kv_names:
+                    if kvid not in kv_names or not kv_names[kvid].startswith('%s.'):
                         continue
+                    required = 'false' not in rest
+                    if m.group(1) is not None:
+                        # get_key_or_arr(KEY, arr, n[, required]): only arrays of n_layer_all
+                        # values are per-layer; fixed-length ones (rope sections) are left out
+                        n_arg = (rest.strip(', ').split(',') + [''])[0].strip()
+                        if n_arg not in ('hparams.n_layer_all', 'n_layer_all'):
+                            continue
                     key = kv_names[kvid].replace('%s', arch)
                     fld = var.split('.')[-1]
                     ty = {'uint32_t': 'U32', 'int32_t': 'I32', 'float': 'F32', 'bool': 'Bool',
@@ -499,7 +509,8 @@ def main():
                     if ty is None:
                         continue
                     per_layer = m.group(1) is not None
-                    keys.append((key, ty, per_layer))
+                    if all(k[0] != key for k in keys):
+                        keys.append((key, ty, per_layer, required))
             depth += line.count('{') - line.count('}')
 
         # locals of load_arch_tensors
@@ -631,8 +642,9 @@ def main():
         w('        name: %s,' % rs(arch))
         w('        source: %s,' % rs('src/models/' + fn))
         w('        keys: &[')
-        for key, ty, pl in keys:
-            w('            KeySpec { key: %s, ty: KeyType::%s, per_layer: %s },' % (rs(key), ty, 'true' if pl else 'false'))
+        for key, ty, pl, req in keys:
+            w('            KeySpec { key: %s, ty: KeyType::%s, per_layer: %s, required: %s },'
+              % (rs(key), ty, 'true' if pl else 'false', 'true' if req else 'false'))
         w('        ],')
         w('        divisors: &[%s],' % ', '.join(rs(d) for d in divisors))
         w('        tensors: &[')

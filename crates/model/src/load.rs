@@ -618,7 +618,7 @@ fn check_into(out: &mut Out<'_>, tensors: &[TensorInfo], report: &mut LoadReport
     let table = arch::table(&arch);
     if let Some(t) = table {
         for spec in t.keys {
-            check_key(out, spec.into(), true, n_layer, "load_arch_hparams");
+            check_key(out, spec.into(), spec.required, n_layer, "load_arch_hparams");
             if out.errors() {
                 return;
             }

@@ -55,6 +55,9 @@ pub struct KeySpec {
     pub ty: KeyType,
     /// Read with `get_key_or_arr`: a scalar, or an array of one value per layer.
     pub per_layer: bool,
+    /// Read without `false`: absent is "key not found in model". A key read with `false` is
+    /// still type-checked when present.
+    pub required: bool,
 }
 
 /// When the loader requires a tensor (for the hyperparameters llama.cpp's test model has).
@@ -123,7 +126,8 @@ pub struct ArchTable {
     pub name: &'static str,
     /// The llama.cpp source file its rules follow (`src/models/llama.cpp`).
     pub source: &'static str,
-    /// The keys its `load_arch_hparams` requires (besides the ones every model needs).
+    /// The keys its `load_arch_hparams` reads unconditionally (besides the ones every model's
+    /// loading reads), required or not.
     pub keys: &'static [KeySpec],
     /// Divisors (expressions) of the values `load_arch_tensors` computes before any tensor:
     /// one that is zero kills llama.cpp with SIGFPE (`n_embd / n_head` without heads).
