@@ -487,12 +487,15 @@ def main():
         keys = []
         depth = 0
         for line in hp_body.split('\n'):
-            if depth == 0:
+            if True:
                 for m in re.finditer(r'ml\.get_key(_or_arr)?\(\s*(LLM_KV_[A-Z0-9_]+)\s*,\s*([^,)]+)((?:,[^)]*)?)\)', line):
                     kvid, var, rest = m.group(2), m.group(3).strip(), m.group(4)
                     if kvid not in kv_names or not kv_names[kvid].startswith('%s.'):
                         continue
-                    required = 'false' not in rest
+                    # under a condition a key is not required; present, it is still read
+                    # with get_key's type check (a key read on a branch not taken is the
+                    # rare case this over-checks)
+                    required = 'false' not in rest and depth == 0
                     if m.group(1) is not None:
                         # get_key_or_arr(KEY, arr, n[, required]): only arrays of n_layer_all
                         # values are per-layer; fixed-length ones (rope sections) are left out

@@ -356,6 +356,12 @@ pub(crate) static ARCHS: &[ArchTable] = &[
                 per_layer: false,
                 required: false,
             },
+            KeySpec {
+                key: "afmoe.rope.freq_base_swa",
+                ty: KeyType::F32,
+                per_layer: false,
+                required: false,
+            },
         ],
         divisors: &[],
         tensors: &[
@@ -3189,6 +3195,12 @@ pub(crate) static ARCHS: &[ArchTable] = &[
                 required: false,
             },
             KeySpec {
+                key: "deepseek2.attention.q_lora_rank",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
                 key: "deepseek2.attention.kv_lora_rank",
                 ty: KeyType::U32,
                 per_layer: false,
@@ -4890,12 +4902,38 @@ pub(crate) static ARCHS: &[ArchTable] = &[
     ArchTable {
         name: "ernie4_5",
         source: "src/models/ernie4-5.cpp",
-        keys: &[KeySpec {
-            key: "ernie4_5.attention.layer_norm_rms_epsilon",
-            ty: KeyType::F32,
-            per_layer: false,
-            required: true,
-        }],
+        keys: &[
+            KeySpec {
+                key: "ernie4_5.attention.layer_norm_rms_epsilon",
+                ty: KeyType::F32,
+                per_layer: false,
+                required: true,
+            },
+            KeySpec {
+                key: "ernie4_5.expert_feed_forward_length",
+                ty: KeyType::U32,
+                per_layer: true,
+                required: false,
+            },
+            KeySpec {
+                key: "ernie4_5.expert_shared_feed_forward_length",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
+                key: "ernie4_5.interleave_moe_layer_step",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
+                key: "ernie4_5.leading_dense_block_count",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+        ],
         divisors: &[],
         tensors: &[
             TensorSpec {
@@ -5060,12 +5098,38 @@ pub(crate) static ARCHS: &[ArchTable] = &[
     ArchTable {
         name: "ernie4_5-moe",
         source: "src/models/ernie4-5.cpp",
-        keys: &[KeySpec {
-            key: "ernie4_5-moe.attention.layer_norm_rms_epsilon",
-            ty: KeyType::F32,
-            per_layer: false,
-            required: true,
-        }],
+        keys: &[
+            KeySpec {
+                key: "ernie4_5-moe.attention.layer_norm_rms_epsilon",
+                ty: KeyType::F32,
+                per_layer: false,
+                required: true,
+            },
+            KeySpec {
+                key: "ernie4_5-moe.expert_feed_forward_length",
+                ty: KeyType::U32,
+                per_layer: true,
+                required: false,
+            },
+            KeySpec {
+                key: "ernie4_5-moe.expert_shared_feed_forward_length",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
+                key: "ernie4_5-moe.interleave_moe_layer_step",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
+                key: "ernie4_5-moe.leading_dense_block_count",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+        ],
         divisors: &[],
         tensors: &[
             TensorSpec {
@@ -5641,6 +5705,12 @@ pub(crate) static ARCHS: &[ArchTable] = &[
         name: "exaone4",
         source: "src/models/exaone4.cpp",
         keys: &[
+            KeySpec {
+                key: "exaone4.rope.freq_base_swa",
+                ty: KeyType::F32,
+                per_layer: false,
+                required: false,
+            },
             KeySpec {
                 key: "exaone4.attention.sliding_window",
                 ty: KeyType::U32,
@@ -6391,6 +6461,12 @@ pub(crate) static ARCHS: &[ArchTable] = &[
             KeySpec {
                 key: "gemma3.attention.sliding_window",
                 ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
+                key: "gemma3.rope.freq_base_swa",
+                ty: KeyType::F32,
                 per_layer: false,
                 required: false,
             },
@@ -12395,6 +12471,18 @@ pub(crate) static ARCHS: &[ArchTable] = &[
                 per_layer: false,
                 required: false,
             },
+            KeySpec {
+                key: "laguna.rope.freq_base_swa",
+                ty: KeyType::F32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
+                key: "laguna.rope.dimension_count_swa",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
         ],
         divisors: &[],
         tensors: &[
@@ -13504,6 +13592,12 @@ pub(crate) static ARCHS: &[ArchTable] = &[
                 per_layer: false,
                 required: false,
             },
+            KeySpec {
+                key: "llama4.rope.freq_base_swa",
+                ty: KeyType::F32,
+                per_layer: false,
+                required: false,
+            },
         ],
         divisors: &[],
         tensors: &[
@@ -14220,6 +14314,12 @@ pub(crate) static ARCHS: &[ArchTable] = &[
             KeySpec {
                 key: "mellum.attention.sliding_window",
                 ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
+                key: "mellum.rope.freq_base_swa",
+                ty: KeyType::F32,
                 per_layer: false,
                 required: false,
             },
@@ -14942,6 +15042,12 @@ pub(crate) static ARCHS: &[ArchTable] = &[
                 key: "minimax-01.attention.recurrent_layers",
                 ty: KeyType::U32,
                 per_layer: true,
+                required: false,
+            },
+            KeySpec {
+                key: "minimax-01.full_attention_interval",
+                ty: KeyType::U32,
+                per_layer: false,
                 required: false,
             },
         ],
@@ -15745,6 +15851,12 @@ pub(crate) static ARCHS: &[ArchTable] = &[
             },
             KeySpec {
                 key: "mistral4.leading_dense_block_count",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
+                key: "mistral4.attention.q_lora_rank",
                 ty: KeyType::U32,
                 per_layer: false,
                 required: false,
@@ -17464,6 +17576,12 @@ pub(crate) static ARCHS: &[ArchTable] = &[
                 per_layer: false,
                 required: false,
             },
+            KeySpec {
+                key: "olmo2.rope.freq_base_swa",
+                ty: KeyType::F32,
+                per_layer: false,
+                required: false,
+            },
         ],
         divisors: &["n_head"],
         tensors: &[
@@ -17935,12 +18053,38 @@ pub(crate) static ARCHS: &[ArchTable] = &[
     ArchTable {
         name: "paddleocr",
         source: "src/models/ernie4-5.cpp",
-        keys: &[KeySpec {
-            key: "paddleocr.attention.layer_norm_rms_epsilon",
-            ty: KeyType::F32,
-            per_layer: false,
-            required: true,
-        }],
+        keys: &[
+            KeySpec {
+                key: "paddleocr.attention.layer_norm_rms_epsilon",
+                ty: KeyType::F32,
+                per_layer: false,
+                required: true,
+            },
+            KeySpec {
+                key: "paddleocr.expert_feed_forward_length",
+                ty: KeyType::U32,
+                per_layer: true,
+                required: false,
+            },
+            KeySpec {
+                key: "paddleocr.expert_shared_feed_forward_length",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
+                key: "paddleocr.interleave_moe_layer_step",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
+                key: "paddleocr.leading_dense_block_count",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+        ],
         divisors: &[],
         tensors: &[
             TensorSpec {
@@ -18997,6 +19141,12 @@ pub(crate) static ARCHS: &[ArchTable] = &[
                 per_layer: false,
                 required: false,
             },
+            KeySpec {
+                key: "plamo3.rope.freq_base_swa",
+                ty: KeyType::F32,
+                per_layer: false,
+                required: false,
+            },
         ],
         divisors: &[],
         tensors: &[
@@ -19864,6 +20014,12 @@ pub(crate) static ARCHS: &[ArchTable] = &[
                 per_layer: true,
                 required: false,
             },
+            KeySpec {
+                key: "qwen35.full_attention_interval",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
         ],
         divisors: &[],
         tensors: &[
@@ -20139,6 +20295,12 @@ pub(crate) static ARCHS: &[ArchTable] = &[
                 key: "qwen35moe.attention.recurrent_layers",
                 ty: KeyType::U32,
                 per_layer: true,
+                required: false,
+            },
+            KeySpec {
+                key: "qwen35moe.full_attention_interval",
+                ty: KeyType::U32,
+                per_layer: false,
                 required: false,
             },
         ],
@@ -20603,6 +20765,12 @@ pub(crate) static ARCHS: &[ArchTable] = &[
                 key: "qwen3next.attention.recurrent_layers",
                 ty: KeyType::U32,
                 per_layer: true,
+                required: false,
+            },
+            KeySpec {
+                key: "qwen3next.full_attention_interval",
+                ty: KeyType::U32,
+                per_layer: false,
                 required: false,
             },
         ],
@@ -21393,9 +21561,51 @@ pub(crate) static ARCHS: &[ArchTable] = &[
                 required: false,
             },
             KeySpec {
+                key: "qwen4exp.ple.ngram_size",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
+                key: "qwen4exp.ple.heads_per_ngram",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
+                key: "qwen4exp.ple.conv_kernel",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
+                key: "qwen4exp.ple.eos_token_id",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
+                key: "qwen4exp.ple.image_token_id",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
+                key: "qwen4exp.embedding_length_per_layer_input",
+                ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
                 key: "qwen4exp.attention.recurrent_layers",
                 ty: KeyType::U32,
                 per_layer: true,
+                required: false,
+            },
+            KeySpec {
+                key: "qwen4exp.full_attention_interval",
+                ty: KeyType::U32,
+                per_layer: false,
                 required: false,
             },
         ],
@@ -22213,6 +22423,12 @@ pub(crate) static ARCHS: &[ArchTable] = &[
             KeySpec {
                 key: "smallthinker.attention.sliding_window",
                 ty: KeyType::U32,
+                per_layer: false,
+                required: false,
+            },
+            KeySpec {
+                key: "smallthinker.rope.freq_base_swa",
+                ty: KeyType::F32,
                 per_layer: false,
                 required: false,
             },
