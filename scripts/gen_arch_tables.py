@@ -699,6 +699,19 @@ def matches(dims, shape, env, il):
 
 def need_of(name, layered, dims, required, env, n_layer_all, present, stats):
     inst = present.get(name)
+    # create_tensor_qkv / create_tensor_gate_up_exps: the split tensors are required when the
+    # fused one is absent, so where the test model holds the fused one they are required in its
+    # layers (the check lets the fused one stand for them)
+    fused = {'.attn_q.weight': '.attn_qkv.weight', '.attn_k.weight': '.attn_qkv.weight',
+             '.attn_v.weight': '.attn_qkv.weight', '.ffn_gate_exps.weight': '.ffn_gate_up_exps.weight',
+             '.ffn_up_exps.weight': '.ffn_gate_up_exps.weight'}
+    if not inst and required and layered:
+        for split, f in fused.items():
+            if name.endswith(split) and present.get(name[:-len(split)] + f):
+                layers = sorted(set(il for il, _ in present[name[:-len(split)] + f]))
+                if layers == list(range(n_layer_all)):
+                    return 'Need::EveryLayer'
+                return 'Need::Layers(&[%s])' % ', '.join(str(x) for x in layers)
     if not (inst and required):
         return 'Need::Optional'
     layers = sorted(set(il for il, _ in inst if il is not None))
