@@ -129,3 +129,5 @@ def to_safetensors(
     """Exports ``model`` as safetensors: (tensors, file bytes, copied as stored, config.json)."""
 def tensor_location(model: Model, name: str) -> tuple[str, int, bool] | None:
     """(file, offset in it, big-endian) of tensor ``name``'s bytes; None for a URL."""
+def load_check(model: Model) -> tuple[list[FindingRow], str | None, bool, bool, bool]:
+    """(findings, arch, known_arch, loads, crashes) of the llama.cpp load check."""

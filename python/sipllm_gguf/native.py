@@ -28,7 +28,7 @@ from . import _native
 from ._enums import enums, tensor_type
 from .quants import _check_out
 
-__all__ = ["Finding", "Metadata", "Model", "StrSeq", "Tensor", "open", "validate"]
+__all__ = ["Finding", "LoadReport", "Metadata", "Model", "StrSeq", "Tensor", "open", "validate"]
 
 #: A string array as a lazy, read-only sequence of ``str`` (``len``, indexing, slicing,
 #: iteration, ``to_list()`` for all of them in one call).
@@ -49,6 +49,20 @@ class Finding(NamedTuple):
     path: str
     message: str
     help: str
+
+
+class LoadReport(NamedTuple):
+    """What :meth:`Model.load_check` found: the ``findings`` (errors: llama.cpp refuses the
+    file; warnings: something was not checked), the ``arch`` (``general.architecture``),
+    whether llama.cpp knows it (``known_arch``), whether it ``loads``, and whether llama.cpp
+    would abort on it (``crashes``: a ``GGML_ASSERT`` or a division by zero) rather than refuse
+    it."""
+
+    findings: list[Finding]
+    arch: str | None
+    known_arch: bool
+    loads: bool
+    crashes: bool
 
 
 class Tensor(NamedTuple):
@@ -288,6 +302,12 @@ class Model:
         """What the parse found that did not stop it."""
         return [Finding(*w) for w in self._native.warnings()]
 
+    def load_check(self) -> LoadReport:
+        """Whether llama.cpp 0c1e570's loader would load this model, from its header: the
+        findings (``model::…`` codes) of ``sipllm validate --model``."""
+        rows, arch, known_arch, loads, crashes = _native.load_check(self._native)
+        return LoadReport([Finding(*f) for f in rows], arch, known_arch, loads, crashes)
+
     def __enter__(self) -> Model:
         return self
 
@@ -321,7 +341,14 @@ def open(path: str | os.PathLike[str], profile: str = "strict") -> Model:  # noq
     return Model(_native.open(os.fsdecode(os.fspath(path)), profile))
 
 
-def validate(path: str | os.PathLike[str], profile: str = "strict") -> list[Finding]:
+def validate(path: str | os.PathLike[str], profile: str = "strict", model: bool = False) -> list[Finding]:
     """Every problem in the file at ``path`` under ``profile``: the warnings when it opens, or
-    the error that stops it (last). An empty list means valid. ``OSError`` if unreadable."""
-    return [Finding(*f) for f in _native.validate(os.fsdecode(os.fspath(path)), profile)]
+    the error that stops it (last). An empty list means valid. ``OSError`` if unreadable.
+
+    With ``model=True`` a file whose container is valid is then checked as llama.cpp's loader
+    checks it (:meth:`Model.load_check`): no error means llama.cpp would load it."""
+    name = os.fsdecode(os.fspath(path))
+    findings = [Finding(*f) for f in _native.validate(name, profile)]
+    if model and not any(f.severity == "error" for f in findings):
+        findings += open(name, profile).load_check().findings
+    return findings

@@ -10,6 +10,7 @@
 //!   sequences, tensors and reads through the `WeightSource` seam.
 //! * [`safetensors`]: `Model.to_safetensors` (sipllm-edit's export) and where a tensor's bytes
 //!   lie on disk, for `Model.array`'s `numpy.memmap` views.
+//! * [`load`]: the llama.cpp load check (`Model.load_check`, `validate(path, model=True)`).
 //! * [`values`]: tensor values (sipllm-quants): `dequantize`, the drop-in for gguf-py's
 //!   `gguf.quants.dequantize`, and `Model.values` through the seam's `read_f32_at`.
 //!
@@ -19,6 +20,7 @@
 mod errors;
 mod exact;
 mod header;
+mod load;
 mod model;
 mod safetensors;
 mod strings;
@@ -39,6 +41,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(strings::decode_strings, m)?)?;
     m.add_function(wrap_pyfunction!(model::open, m)?)?;
     m.add_function(wrap_pyfunction!(model::validate, m)?)?;
+    m.add_function(wrap_pyfunction!(load::load_check, m)?)?;
     m.add_function(wrap_pyfunction!(values::dequantize, m)?)?;
     m.add_function(wrap_pyfunction!(values::row_values, m)?)?;
     m.add_function(wrap_pyfunction!(values::supported_types, m)?)?;

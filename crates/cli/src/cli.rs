@@ -229,6 +229,12 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub deny_warnings: bool,
 
+    /// Also check the model as llama.cpp's loader does (architecture, hyperparameter keys,
+    /// every tensor's presence and shape, the tensor count): exit 0 only if llama.cpp 0c1e570
+    /// would load it. The container is checked first, under the chosen profile.
+    #[arg(long)]
+    pub model: bool,
+
     /// Output format.
     #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
     pub format: ReportFormat,

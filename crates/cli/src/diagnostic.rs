@@ -143,6 +143,25 @@ impl Finding {
         }
     }
 
+    /// A finding of the llama.cpp load check (`model::…`); one at no byte range (a key or
+    /// tensor that is absent) has no offset.
+    pub fn from_model_issue(f: &sipllm_gguf::error::Finding<sipllm_model::load::Issue>) -> Finding {
+        use sipllm_model::load::Severity as S;
+        let severity = match f.kind().severity() {
+            S::Error => Severity::Error,
+            S::Warning => Severity::Warning,
+        };
+        Finding {
+            severity,
+            code: f.code(),
+            message: escape::message(&f.message()).into_owned(),
+            path: escape::message(&f.path().to_string()).into_owned(),
+            offset: (!f.is_empty()).then_some(f.offset()),
+            len: f.len(),
+            help: crate::help::for_cli(f.code(), f.help()).into_owned(),
+        }
+    }
+
     /// `path: message`, or the message alone.
     pub fn located_message(&self) -> String {
         if self.path.is_empty() {

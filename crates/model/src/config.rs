@@ -51,114 +51,11 @@ use sipllm_streaming::Meta;
 use sipllm_streaming::WeightSource;
 
 /// The architectures llama.cpp's loader knows (`LLM_ARCH_NAMES`): for these the keys every
-/// model must have are required.
-pub const KNOWN_ARCHITECTURES: &[&str] = &[
-    "apertus",
-    "arcee",
-    "arctic",
-    "arwkv7",
-    "baichuan",
-    "bailingmoe",
-    "bailingmoe2",
-    "bert",
-    "bitnet",
-    "bloom",
-    "chameleon",
-    "chatglm",
-    "codeshell",
-    "cogvlm",
-    "cohere2",
-    "command-r",
-    "dbrx",
-    "deci",
-    "deepseek",
-    "deepseek2",
-    "dots1",
-    "dream",
-    "ernie4_5",
-    "ernie4_5-moe",
-    "exaone",
-    "exaone4",
-    "falcon",
-    "falcon-h1",
-    "gemma",
-    "gemma-embedding",
-    "gemma2",
-    "gemma3",
-    "gemma3n",
-    "gemma4",
-    "glm4",
-    "glm4moe",
-    "gpt-oss",
-    "gpt2",
-    "gptj",
-    "gptneox",
-    "granite",
-    "granitehybrid",
-    "granitemoe",
-    "grok",
-    "grovemoe",
-    "hunyuan-dense",
-    "hunyuan-moe",
-    "internlm2",
-    "jais",
-    "jamba",
-    "jina-bert-v2",
-    "jina-bert-v3",
-    "lfm2",
-    "lfm2moe",
-    "llada",
-    "llada-moe",
-    "llama",
-    "llama4",
-    "mamba",
-    "mamba2",
-    "minicpm",
-    "minicpm3",
-    "minimax-m2",
-    "mistral3",
-    "modern-bert",
-    "mpt",
-    "nemotron",
-    "nemotron_h",
-    "neo-bert",
-    "nomic-bert",
-    "nomic-bert-moe",
-    "olmo",
-    "olmo2",
-    "olmoe",
-    "openelm",
-    "orion",
-    "phi2",
-    "phi3",
-    "phimoe",
-    "plamo",
-    "plamo2",
-    "plm",
-    "qwen",
-    "qwen2",
-    "qwen2moe",
-    "qwen2vl",
-    "qwen3",
-    "qwen3moe",
-    "qwen3next",
-    "qwen3vl",
-    "qwen3vlmoe",
-    "refact",
-    "rwkv6",
-    "rwkv6qwen2",
-    "rwkv7",
-    "seed_oss",
-    "smallthinker",
-    "smollm3",
-    "stablelm",
-    "starcoder",
-    "starcoder2",
-    "t5",
-    "t5encoder",
-    "wavtokenizer-dec",
-    "xverse",
-];
+/// model must have are required. The load check's list ([`crate::arch::names`]), generated
+/// from llama.cpp 0c1e570's source.
+pub fn known_architectures() -> &'static [&'static str] {
+    crate::arch::names()
+}
 
 /// A typed, normalised view of a model's well-known hyperparameters.
 ///
@@ -168,7 +65,7 @@ pub const KNOWN_ARCHITECTURES: &[&str] = &[
 pub struct ModelConfig {
     /// `general.architecture`: the prefix of the `{arch}.*` keys.
     pub architecture: String,
-    /// True when llama.cpp knows the architecture ([`KNOWN_ARCHITECTURES`]).
+    /// True when llama.cpp knows the architecture ([`known_architectures`]).
     pub known_architecture: bool,
     /// `general.name`.
     pub name: Option<String>,
@@ -500,7 +397,7 @@ impl ModelConfig {
             }
             Some(v) => errors.keep(text("general.architecture", v).map(Some)),
         };
-        let known = architecture.as_deref().is_some_and(|a| KNOWN_ARCHITECTURES.contains(&a));
+        let known = architecture.as_deref().is_some_and(crate::arch::is_known);
         // Without an architecture there are no `{arch}.` keys to read.
         let arch = |suffix: &str| match &architecture {
             Some(a) => format!("{a}.{suffix}"),

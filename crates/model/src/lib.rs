@@ -10,7 +10,9 @@
 #![deny(rustdoc::broken_intra_doc_links)]
 #![doc(test(attr(deny(warnings))))]
 
+pub mod arch;
 pub mod config;
 pub mod diff;
 pub mod ftype;
 pub mod keys;
+pub mod load;

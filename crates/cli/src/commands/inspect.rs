@@ -80,6 +80,7 @@ pub fn run(args: &InspectArgs, ctx: &Ctx) -> io::Result<Exit> {
             tensor_section(&mut out, &view, &tensors, filter.as_ref())?;
         }
         warnings(&mut out, &view)?;
+        llama_cpp(&mut out, &opened)?;
     }
     out.flush()?;
     Ok(Exit::Ok)
@@ -153,6 +154,42 @@ fn summary(
 
     if !view.tensors.is_empty() {
         parameters(out, &view.tensors)?;
+    }
+    Ok(())
+}
+
+/// What llama.cpp's loader makes of the file: `validate --model`'s findings, one line each.
+fn llama_cpp(out: &mut dyn Write, opened: &crate::open::Opened) -> io::Result<()> {
+    let Some(model) = opened.model() else {
+        return writeln!(out, "\nllama.cpp: not checked (the tensor data is not all in the file)");
+    };
+    let report = sipllm_model::load::check(model);
+    let arch = match (&report.arch, report.known_arch) {
+        (Some(a), true) => escape::str(a).into_owned(),
+        (Some(a), false) => format!("{} (unknown to llama.cpp)", escape::str(a)),
+        (None, _) => String::new(),
+    };
+    match &report.arch {
+        Some(_) => writeln!(out, "\nllama.cpp 0c1e570 {} (architecture {arch})", report.verdict())?,
+        None => writeln!(out, "\nllama.cpp 0c1e570 {}", report.verdict())?,
+    }
+    // The first few; `validate --model` explains each over the file's bytes.
+    const SHOWN: usize = 5;
+    for f in report.findings.iter().take(SHOWN) {
+        let message = escape::message(&f.message()).into_owned();
+        match f.path().is_empty() {
+            true => writeln!(out, "  {}: {message}", f.code())?,
+            false => writeln!(
+                out,
+                "  {}: {}: {message}",
+                f.code(),
+                escape::message(&f.path().to_string())
+            )?,
+        }
+    }
+    if report.findings.len() > SHOWN {
+        let more = report.findings.len() - SHOWN;
+        writeln!(out, "  … {more} more: sipllm validate --model FILE")?;
     }
     Ok(())
 }

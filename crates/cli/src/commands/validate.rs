@@ -30,6 +30,46 @@ pub struct Outcome {
 
 /// Validates one file.
 pub fn check(path: &Path, settings: &OpenSettings, deny_warnings: bool) -> Outcome {
+    check_container(path, settings, deny_warnings).0
+}
+
+/// Validates one file, then (`model`) checks it as llama.cpp's loader does: `validate
+/// --model`. A file whose container is invalid is not checked further (llama.cpp stops there
+/// too).
+pub fn check_with(
+    path: &Path,
+    settings: &OpenSettings,
+    deny_warnings: bool,
+    model: bool,
+) -> Outcome {
+    let (mut outcome, opened) = check_container(path, settings, deny_warnings);
+    if let (true, Some(opened)) = (model, opened.as_ref()) {
+        match opened.model() {
+            Some(m) => {
+                let report = sipllm_model::load::check(m);
+                let found = report.findings.iter().map(Finding::from_model_issue);
+                outcome.files.extend(found.clone().map(|_| None));
+                outcome.findings.extend(found);
+                let denied = deny_warnings && !outcome.findings.is_empty();
+                if !report.loads() || denied {
+                    outcome.exit = outcome.exit.max(Exit::Invalid);
+                }
+                if let Some(how) = outcome.read_as.as_mut() {
+                    let verdict = report.verdict();
+                    how.push_str(&format!("; llama.cpp {verdict}"));
+                }
+            }
+            None => outcome.exit = outcome.exit.max(Exit::Invalid),
+        }
+    }
+    outcome
+}
+
+fn check_container(
+    path: &Path,
+    settings: &OpenSettings,
+    deny_warnings: bool,
+) -> (Outcome, Option<Opened>) {
     match open_file(path, settings) {
         Ok(opened) => {
             let (findings, files): (Vec<Finding>, Vec<Option<PathBuf>>) = match opened.split() {
@@ -54,17 +94,19 @@ pub fn check(path: &Path, settings: &OpenSettings, deny_warnings: bool) -> Outco
                 files.push((file != path).then_some(file));
             }
             let exit = if deny_warnings && !findings.is_empty() { Exit::Invalid } else { Exit::Ok };
-            Outcome { findings, files, exit, read_as: Some(read_as(&opened, settings)) }
+            let read_as = Some(read_as(&opened, settings));
+            (Outcome { findings, files, exit, read_as }, Some(opened))
         }
         Err(e) => {
             let exit = if is_invalid_file(&e) { Exit::Invalid } else { Exit::Trouble };
             let file = e.path().filter(|p| *p != path).map(Path::to_path_buf);
-            Outcome {
+            let outcome = Outcome {
                 findings: vec![Finding::from_stream_error(&e)],
                 files: vec![file],
                 exit,
                 read_as: None,
-            }
+            };
+            (outcome, None)
         }
     }
 }
@@ -113,7 +155,7 @@ pub fn run(args: &ValidateArgs, ctx: &Ctx) -> io::Result<Exit> {
     let mut counts = [0usize; 3];
     for path in &args.files {
         let name = crate::open::shown_name(path);
-        let outcome = check(path, &settings, args.deny_warnings);
+        let outcome = check_with(path, &settings, args.deny_warnings, args.model);
         match args.format {
             ReportFormat::Json => {
                 for (f, file) in outcome.findings.iter().zip(&outcome.files) {

@@ -24,6 +24,7 @@ mod edit;
 mod exit_codes;
 mod files;
 mod golden;
+mod model_check;
 mod narrow;
 mod peak_memory;
 mod pipes;
