@@ -65,6 +65,7 @@ fn llama3_like_kv_and_compute_match_llama_cpp() {
         assert_eq!(u64::from(got.resolved.n_ctx), e["n_ctx_eff"].as_u64().unwrap(), "{what}");
         let want = e["compute"].as_u64().unwrap();
         let have = got.compute_bytes(Device::Cpu);
+        assert_eq!(got.model_bytes, e["model_bytes"].as_u64().unwrap(), "{what}");
         let tolerance = (want / 100).max(16 << 20);
         assert!(have.abs_diff(want) <= tolerance, "{what}: compute {have} vs {want}");
         loaded += 1;
@@ -114,8 +115,9 @@ fn every_architecture_is_exact_or_refused() {
                     exact.push(file);
                 } else {
                     wrong.push(format!(
-                        "{file}: per token {per_token} vs {want_pt}, constant {constant} vs {want_c}, ctx256 {ctx256} vs {}",
-                        b256["context"]
+                        "{file}: per token {per_token} vs {want_pt}, constant {constant} vs \
+                         {want_c}, ctx256 {ctx256} vs {}, model bytes {} vs {}",
+                        b256["context"], f256.model_bytes, b256["model"]
                     ));
                 }
             }
