@@ -15,6 +15,7 @@
 //! zero-copy tensor views come from `numpy.memmap` on the Python side.
 
 mod errors;
+mod fit;
 mod header;
 mod model;
 mod strings;
@@ -38,6 +39,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(values::dequantize, m)?)?;
     m.add_function(wrap_pyfunction!(values::row_values, m)?)?;
     m.add_function(wrap_pyfunction!(values::supported_types, m)?)?;
+    m.add_function(wrap_pyfunction!(fit::fit_model, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -38,6 +38,13 @@ pub(crate) struct Model {
     path: String,
 }
 
+impl Model {
+    /// The weight source, for the other modules' functions on a model.
+    pub(crate) fn source(&self) -> &dyn WeightSource {
+        self.inner.as_weight_source()
+    }
+}
+
 /// Opens the model at `path` (its format from the first 4 bytes), reading only its header.
 #[pyfunction]
 #[pyo3(signature = (path, profile = "strict"))]

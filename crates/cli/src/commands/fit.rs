@@ -161,16 +161,7 @@ fn model_of(
 }
 
 fn cache_type(flag: &str, name: &str) -> Result<GgmlType, String> {
-    // llama.cpp's kv_cache_types (common/arg.cpp).
-    const ALLOWED: &[&str] =
-        &["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"];
-    if !ALLOWED.contains(&name.to_ascii_lowercase().as_str()) {
-        return Err(format!(
-            "{flag}: unsupported cache type {name:?} (one of {})",
-            ALLOWED.join(", ")
-        ));
-    }
-    GgmlType::from_name(name).ok_or_else(|| format!("{flag}: unknown type {name:?}"))
+    fit::cache_type(name).map_err(|e| format!("{flag}: {e}"))
 }
 
 /// The parameters: the profile's defaults, then the flags.

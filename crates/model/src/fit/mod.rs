@@ -107,6 +107,44 @@ impl FitParams {
     }
 }
 
+impl FlashAttn {
+    /// `on`, `off` or `auto`, as `-fa` spells them.
+    pub fn from_name(name: &str) -> Option<FlashAttn> {
+        match name {
+            "on" => Some(FlashAttn::On),
+            "off" => Some(FlashAttn::Off),
+            "auto" => Some(FlashAttn::Auto),
+            _ => None,
+        }
+    }
+}
+
+/// The cache types llama.cpp accepts for `-ctk`/`-ctv` (`kv_cache_types`, `common/arg.cpp`).
+pub const CACHE_TYPES: &[&str] =
+    &["f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1"];
+
+/// The cache type `name` names (one of [`CACHE_TYPES`], any case).
+pub fn cache_type(name: &str) -> Result<GgmlType, FitError> {
+    let lower = name.to_ascii_lowercase();
+    CACHE_TYPES.contains(&lower.as_str()).then(|| GgmlType::from_name(&lower)).flatten().ok_or_else(
+        || FitError::Param {
+            param: "cache type",
+            problem: format!("unsupported cache type {name:?} (one of {})", CACHE_TYPES.join(", ")),
+        },
+    )
+}
+
+impl FitParams {
+    /// The defaults by name: `server` ([`FitParams::server`]) or `libllama`.
+    pub fn profile(name: &str) -> Option<FitParams> {
+        match name {
+            "server" => Some(FitParams::server()),
+            "libllama" => Some(FitParams::libllama()),
+            _ => None,
+        }
+    }
+}
+
 /// llama.cpp's `LLAMA_MAX_SEQ`.
 pub const MAX_SEQ: u32 = 256;
 
@@ -664,8 +702,11 @@ pub fn fit(
             Some(il) => layer_device(il, hp.n_layer_all, params.n_gpu_layers),
         };
         let i = slot(&mut devices, d);
+        // Each tensor of a backend buffer starts at the buffer type's alignment (32 on the
+        // CPU: ggml's TENSOR_ALIGNMENT), which is what the breakdown's model bytes count.
+        let padded = w.nbytes.checked_next_multiple_of(32).ok_or(FitError::Overflow)?;
         devices[i].model_bytes =
-            devices[i].model_bytes.checked_add(w.nbytes).ok_or(FitError::Overflow)?;
+            devices[i].model_bytes.checked_add(padded).ok_or(FitError::Overflow)?;
     }
     for l in &layers {
         let i = slot(&mut devices, l.device);

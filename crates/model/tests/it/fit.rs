@@ -108,9 +108,11 @@ fn every_architecture_is_exact_or_refused() {
                 };
                 let f256 = fit::fit(&config, &w, &p256).unwrap();
                 let ctx256 = f256.kv_bytes + f256.recurrent_bytes;
+                // The model bytes: every tensor padded to the CPU buffer's 32-byte alignment.
                 if per_token == want_pt
                     && constant == want_c
                     && ctx256 == b256["context"].as_u64().unwrap()
+                    && f256.model_bytes == b256["model"].as_u64().unwrap()
                 {
                     exact.push(file);
                 } else {
