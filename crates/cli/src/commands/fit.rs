@@ -85,13 +85,8 @@ pub fn run(args: &FitArgs, ctx: &Ctx) -> io::Result<Exit> {
     let (config, names) = match model_of(&opened) {
         Ok(x) => x,
         Err(e) => {
-            let _ = writeln!(
-                io::stderr(),
-                "error[{}]: {}: {e}\n  help: {}",
-                e.code(),
-                opened.name(),
-                e.help()
-            );
+            let text = format!("error[{}]: {}: {e}", e.code(), escape::str(opened.name()));
+            let _ = write!(io::stderr(), "{}{}", wrap(&text, ""), wrap(e.help(), "  help: "));
             return Ok(Exit::Invalid);
         }
     };
@@ -133,14 +128,32 @@ fn data_elsewhere(e: &StreamError) -> bool {
 }
 
 fn report_fit_error(name: &str, e: &FitError) -> Exit {
-    let _ = writeln!(
-        io::stderr(),
-        "error[{}]: {}: {e}\n  help: {}",
-        e.code(),
-        escape::str(name),
-        e.help()
-    );
+    let text = format!("error[{}]: {}: {e}", e.code(), escape::str(name));
+    let _ = write!(io::stderr(), "{}{}", wrap(&text, ""), wrap(e.help(), "  help: "));
     Exit::Trouble
+}
+
+/// `text` in lines of at most 80 columns (words longer than a line stay whole), the first
+/// line after `lead` and the others indented under it.
+fn wrap(text: &str, lead: &str) -> String {
+    let indent = " ".repeat(lead.chars().count());
+    let mut out = String::from(lead);
+    let mut column = lead.chars().count();
+    for (i, word) in text.split_whitespace().enumerate() {
+        let len = word.chars().count();
+        if i > 0 && column + 1 + len > 80 {
+            out.push('\n');
+            out.push_str(&indent);
+            column = indent.len();
+        } else if i > 0 {
+            out.push(' ');
+            column += 1;
+        }
+        out.push_str(word);
+        column += len;
+    }
+    out.push('\n');
+    out
 }
 
 /// The configuration and the tensors' sizes, through the weight source or from a header
@@ -301,13 +314,14 @@ fn table(
     }
     writeln!(
         out,
-        "{}, n_ctx {} ({} per stream, {} stream{}), {} seq, n_ubatch {}",
+        "{}, n_ctx {} ({} per stream, {} stream{}), {} sequence{}, n_ubatch {}",
         fit.architecture,
         group(u64::from(r.n_ctx)),
         group(u64::from(r.n_ctx_seq)),
         r.n_stream,
         if r.n_stream == 1 { "" } else { "s" },
         r.n_seq_max,
+        if r.n_seq_max == 1 { "" } else { "s" },
         r.n_ubatch
     )?;
     let ngl =

@@ -480,7 +480,7 @@ fn hparams(config: &ModelConfig) -> Result<Hparams, FitError> {
     let interval = m.full_attention_interval.unwrap_or(default_interval).max(1);
     let is_recr = |il: u32, n_head_kv: u64| -> bool {
         match rules.family {
-            Family::Recurrent => true,
+            Family::Recurrent => il < n_layer,
             Family::Hybrid(Recr::NoKvHeads) => n_head_kv == 0,
             // attention.recurrent_layers when present, else the interval.
             Family::Hybrid(Recr::Interval) => match &m.recurrent_layers {
@@ -515,10 +515,10 @@ fn hparams(config: &ModelConfig) -> Result<Hparams, FitError> {
             LayerKind::None
         } else if is_recr(il, n_head_kv) {
             LayerKind::Recurrent
-        } else if rules.family == Family::Recurrent {
+        } else if rules.family == Family::Recurrent || il >= n_layer {
+            // The MTP layers: create_memory's filter keeps il < n_layer(), and
+            // llama_memory_recurrent sizes n_layer() layers.
             LayerKind::None
-        } else if nextn > 0 && il >= n_layer {
-            LayerKind::None // create_memory's filter: il < n_layer()
         } else if sliding {
             LayerKind::Sliding
         } else {
