@@ -140,3 +140,16 @@ fn the_table_fits_80_columns() {
     }
     golden("fit-llama3.txt", &run.stdout.replace(&file, "llama3-like.gguf"));
 }
+
+#[test]
+fn a_split_set_fits_as_its_whole_file() {
+    let dir = temp_dir("fit-split");
+    assert_eq!(sipllm(&dir, &["make-toy", "--out-dir", "."]).code, Some(0));
+    let split = sipllm(&dir, &["split", "toy.gguf", "--max-tensors", "3", "--out-dir", "set"]);
+    assert_eq!(split.code, Some(0), "{}", split.transcript());
+    let whole = json(&dir, &["fit", "toy.gguf", "-c", "1024", "-ngl", "2", "--json"]);
+    let shard =
+        json(&dir, &["fit", "set/toy-00001-of-00007.gguf", "-c", "1024", "-ngl", "2", "--json"]);
+    assert_eq!(whole, shard);
+    assert_eq!(whole["architecture"], "llama");
+}

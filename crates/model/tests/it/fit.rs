@@ -131,3 +131,69 @@ fn every_architecture_is_exact_or_refused() {
     assert!(wrong.is_empty(), "{} silently wrong:\n{}", wrong.len(), wrong.join("\n"));
     assert!(exact.len() >= 93, "only {} exact", exact.len());
 }
+
+#[test]
+fn hostile_parameters_are_errors_not_panics() {
+    let (config, list) = llama3_header();
+    let w = weights(&list);
+    let mut seen_ok = 0;
+    for n_ctx in [0, 1, 255, 257, 1 << 20, u32::MAX - 1, u32::MAX] {
+        for n_seq_max in [0, 1, 3, 256, 257, u32::MAX] {
+            for (n_batch, n_ubatch) in [(0, 0), (0, 512), (1, 0), (u32::MAX, u32::MAX)] {
+                for ngl in [0, 1, 33, u32::MAX] {
+                    let mut p = FitParams::server();
+                    (p.n_ctx, p.n_seq_max, p.n_batch, p.n_ubatch, p.n_gpu_layers) =
+                        (n_ctx, n_seq_max, n_batch, n_ubatch, ngl);
+                    p.kv_unified = n_seq_max % 2 == 0;
+                    p.type_k = GgmlType::Q4_0;
+                    if let Ok(f) = fit::fit(&config, &w, &p) {
+                        seen_ok += 1;
+                        assert!(f.total_bytes() >= f.kv_bytes, "{p:?}");
+                        assert_eq!(f.resolved.n_ctx % 256, 0, "{p:?}");
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen_ok > 0);
+    // A budget search over the largest contexts ends, and monotonically.
+    let p = FitParams::libllama();
+    let small = fit::max_context(&config, &w, &p, 6 << 30).unwrap().unwrap();
+    let large = fit::max_context(&config, &w, &p, 600 << 30).unwrap().unwrap();
+    assert!(small.resolved.n_ctx < large.resolved.n_ctx);
+    assert!(fit::max_context(&config, &w, &p, u64::MAX).unwrap().is_some());
+    assert!(fit::max_context(&config, &w, &p, 1 << 20).unwrap().is_none());
+}
+
+#[test]
+fn unknown_architectures_and_impossible_block_counts_are_refused() {
+    let (mut config, list) = llama3_header();
+    let w = weights(&list);
+    let p = FitParams::libllama();
+    config.architecture = "llama9".into();
+    assert!(matches!(fit::fit(&config, &w, &p), Err(FitError::UnsupportedArch { .. })));
+    config.architecture = "llama".into();
+    for bad in [0, 513, u64::MAX] {
+        config.block_count = Some(bad);
+        let e = fit::fit(&config, &w, &p).unwrap_err();
+        assert_eq!(e.code(), "fit::hyperparameter", "{bad}: {e}");
+    }
+}
+
+#[test]
+fn sliding_window_caches_follow_swa_full() {
+    let Some(shared) = shared_dir("sliding_window_caches_follow_swa_full") else { return };
+    let (config, list) = header(&shared.join("goldens/llamacpp/archs/gemma3-dense.gguf"));
+    let w = weights(&list);
+    let mut p = FitParams::libllama();
+    p.n_ctx = 8192;
+    let full = fit::fit(&config, &w, &p).unwrap();
+    p.swa_full = false;
+    let windowed = fit::fit(&config, &w, &p).unwrap();
+    assert!(windowed.kv_bytes < full.kv_bytes);
+    // llama_kv_cache_iswa: GGML_PAD(min(n_ctx_seq, n_swa + n_ubatch), 256) cells.
+    let window = config.sliding_window.unwrap();
+    let want = (window + 512).div_ceil(256) * 256;
+    assert_eq!(windowed.resolved.swa_cells.map(u64::from), Some(want.min(8192)));
+    assert_eq!(full.resolved.swa_cells, Some(8192));
+}
