@@ -153,3 +153,19 @@ fn a_split_set_fits_as_its_whole_file() {
     assert_eq!(whole, shard);
     assert_eq!(whole["architecture"], "llama");
 }
+
+#[test]
+fn every_malformed_file_is_an_answer_or_a_coded_refusal() {
+    let dir = temp_dir("fit-malformed");
+    for case in crate::files::cases() {
+        let file = crate::files::write(&dir, &format!("{}.gguf", case.name), &case.bytes);
+        for args in [&["fit", file.as_str()][..], &["fit", file.as_str(), "--memory", "1GiB"]] {
+            // support::sipllm fails the test on a panic (101) or a signal.
+            let run = sipllm(&dir, args);
+            assert!(matches!(run.code, Some(0..=2)), "{args:?}:\n{}", run.transcript());
+            if run.code != Some(0) {
+                assert!(run.stdout.is_empty(), "a refusal prints no figure: {}", run.transcript());
+            }
+        }
+    }
+}
