@@ -21,7 +21,7 @@
 //! ```
 
 use sipllm_gguf::GgmlType;
-use sipllm_gguf::ggml::tensor_nbytes;
+use sipllm_gguf::ggml::{SizeError, tensor_nbytes};
 
 use crate::config::{ModelConfig, PerLayer, SlidingWindowPattern};
 
@@ -395,6 +395,25 @@ fn rows_bytes(ty: GgmlType, n: u64, rows: &[u64]) -> Option<u64> {
     tensor_nbytes(ty, &dims).ok()
 }
 
+/// A cache tensor's bytes: a row the type's blocks do not divide is llama.cpp's refusal,
+/// anything else a size too large for 64 bits.
+fn cache_bytes(
+    which: &'static str,
+    ty: GgmlType,
+    row: u64,
+    rows: &[u64],
+    layer: u32,
+) -> Result<u64, FitError> {
+    let mut dims = vec![row];
+    dims.extend_from_slice(rows);
+    tensor_nbytes(ty, &dims).map_err(|e| match e {
+        SizeError::NotBlockMultiple { .. } | SizeError::UnsizedType(_) => {
+            FitError::CacheType { which, ty, row, layer }
+        }
+        _ => FitError::Overflow,
+    })
+}
+
 fn pad(x: u64, n: u64) -> u64 {
     x.div_ceil(n).saturating_mul(n)
 }
@@ -649,21 +668,8 @@ pub fn fit(
                 let v_row = if v_trans { v_max } else { l.n_embd_v_gqa };
                 let rows = [u64::from(c), n_stream];
                 mem.cells = c;
-                mem.k_bytes = rows_bytes(params.type_k, l.n_embd_k_gqa, &rows).ok_or(
-                    FitError::CacheType {
-                        which: "K",
-                        ty: params.type_k,
-                        row: l.n_embd_k_gqa,
-                        layer: il,
-                    },
-                )?;
-                mem.v_bytes =
-                    rows_bytes(params.type_v, v_row, &rows).ok_or(FitError::CacheType {
-                        which: "V",
-                        ty: params.type_v,
-                        row: v_row,
-                        layer: il,
-                    })?;
+                mem.k_bytes = cache_bytes("K", params.type_k, l.n_embd_k_gqa, &rows, il)?;
+                mem.v_bytes = cache_bytes("V", params.type_v, v_row, &rows, il)?;
             }
             LayerKind::Recurrent => {
                 // llama_memory_recurrent: r and s, F32, mem_size = max(1, n_seq_max) rows.
@@ -723,7 +729,6 @@ pub fn fit(
         .ok_or(FitError::Overflow)?;
     devices[0].output_bytes = output_bytes;
 
-    let family = arch::rules(&config.architecture).map(|r| r.family);
     let graph = compute::Graph {
         n_embd: hp.n_embd,
         n_vocab: hp.n_vocab,
@@ -744,7 +749,6 @@ pub fn fit(
         flash_attn: resolved.flash_attn,
     };
     let peak = graph.peak_bytes().ok_or(FitError::Overflow)?;
-    let _ = family;
     if offloaded {
         let all_on_gpu = layer_device(0, hp.n_layer_all, params.n_gpu_layers) == Device::Gpu;
         devices[1].compute_bytes = peak;
