@@ -5,7 +5,7 @@ building blocks.
 """
 
 from collections.abc import Iterator
-from typing import overload
+from typing import Any, overload
 
 __version__: str
 
@@ -115,6 +115,22 @@ class Model:
         of a float32 array of their size."""
 
 def open(path: str, profile: str = "strict") -> Model: ...
+def fit(
+    model: Model,
+    profile: str = "server",
+    n_ctx: int | None = None,
+    n_batch: int | None = None,
+    n_ubatch: int | None = None,
+    n_seq_max: int | None = None,
+    type_k: str | None = None,
+    type_v: str | None = None,
+    flash_attn: str | None = None,
+    kv_unified: bool | None = None,
+    swa_full: bool | None = None,
+    n_gpu_layers: int | None = None,
+    memory: int | None = None,
+) -> dict[str, Any] | None:
+    """The memory llama.cpp would allocate (the fields of ``sipllm fit --json``)."""
 def dequantize(data: bytes | object, code: int, out: object, threads: int = 1) -> None:
     """f32 values of ``data`` (``bytes``, or a 1-D uint8 array/memoryview) into ``out``, a 1-D
     uint8 view of a float32 array of their size; ``threads``: 0 = every core."""

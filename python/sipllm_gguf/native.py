@@ -314,6 +314,21 @@ class Model:
     def __exit__(self, *exc: Any) -> None:
         return None
 
+    def fit(self, profile: str = "server", *, memory: int | None = None, **params: Any) -> dict[str, Any] | None:
+        """The memory llama.cpp would allocate for this model and a context: the fields of
+        ``sipllm fit --json`` (``kv_bytes``, ``recurrent_bytes``, ``output_bytes``,
+        ``model_bytes``, ``compute_bytes`` by device, ``devices``, ``total_bytes``, …).
+
+        ``profile`` is ``"server"`` (llama-server's defaults) or ``"libllama"``
+        (``llama_context_default_params()``); ``params`` change them, in llama.cpp's names:
+        ``n_ctx``, ``n_batch``, ``n_ubatch``, ``n_seq_max``, ``type_k``, ``type_v``
+        (``"f16"``, ``"q8_0"``, …), ``flash_attn`` (``"on"``, ``"off"``, ``"auto"``),
+        ``kv_unified``, ``swa_full``, ``n_gpu_layers``. With ``memory`` (bytes), the largest
+        context whose total fits, or ``None``. A configuration llama.cpp refuses, or an
+        architecture whose memory is not modelled, raises ``ValueError`` with its
+        ``fit::`` code."""
+        return _native.fit(self._native, profile, memory=memory, **params)
+
     def __repr__(self) -> str:
         return f"<sipllm_gguf.Model {self.path!r}: {self.format} v{self.version}, {len(self.metadata)} keys, {len(self.tensors)} tensors>"
 

@@ -10,6 +10,7 @@
 //!   sequences, tensors and reads through the `WeightSource` seam.
 //! * [`safetensors`]: `Model.to_safetensors` (sipllm-edit's export) and where a tensor's bytes
 //!   lie on disk, for `Model.array`'s `numpy.memmap` views.
+//! * [`fit`]: the memory llama.cpp would allocate for a native model (`Model.fit`).
 //! * [`load`]: the llama.cpp load check (`Model.load_check`, `validate(path, model=True)`).
 //! * [`values`]: tensor values (sipllm-quants): `dequantize`, the drop-in for gguf-py's
 //!   `gguf.quants.dequantize`, and `Model.values` through the seam's `read_f32_at`.
@@ -19,6 +20,7 @@
 
 mod errors;
 mod exact;
+mod fit;
 mod header;
 mod load;
 mod model;
@@ -47,6 +49,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(values::supported_types, m)?)?;
     m.add_function(wrap_pyfunction!(safetensors::to_safetensors, m)?)?;
     m.add_function(wrap_pyfunction!(safetensors::tensor_location, m)?)?;
+    m.add_function(wrap_pyfunction!(fit::fit_model, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

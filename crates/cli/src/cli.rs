@@ -77,6 +77,12 @@ pub enum Command {
     /// whole. Exit code 0 when the models are equal, 1 when they differ, 2 when a file cannot
     /// be read. `--diffable FILE` prints one file as stable text for `diff -u` instead.
     Diff(DiffArgs),
+    /// The memory llama.cpp would allocate for a model and a context: weights per device,
+    /// KV cache, recurrent state, output and compute buffers (from the header alone).
+    ///
+    /// Flags as llama-server spells them (-c, -b, -ub, -np, -ctk, -ctv, -fa, -ngl). Exit
+    /// code 2 when llama.cpp would refuse the context or the architecture is not modelled.
+    Fit(FitArgs),
 }
 
 impl Command {
@@ -642,4 +648,92 @@ pub struct CompletionsArgs {
     /// The shell.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+/// The defaults `sipllm fit` starts from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum FitProfile {
+    /// llama-server's: the training context, 4 slots sharing a unified cache, swa_full off.
+    #[default]
+    Server,
+    /// libllama's `llama_context_default_params()`: n_ctx 512, one sequence, swa_full on.
+    Libllama,
+}
+
+/// `-fa on|off|auto`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FlashAttnArg {
+    /// Flash attention on.
+    On,
+    /// Off (a quantized V cache is then refused).
+    Off,
+    /// On where the device supports it (the CPU does).
+    Auto,
+}
+
+/// `sipllm fit`.
+#[derive(Debug, Args)]
+pub struct FitArgs {
+    /// The model file (a URL, a split set: only the header is read).
+    pub file: PathBuf,
+
+    /// The defaults the other flags change.
+    #[arg(long, value_enum, default_value_t = FitProfile::Server)]
+    pub profile: FitProfile,
+
+    /// -c: context size (0: the model's training context).
+    #[arg(short = 'c', long = "ctx-size", value_name = "N")]
+    pub ctx_size: Option<u32>,
+
+    /// -b: logical batch size.
+    #[arg(short = 'b', long = "batch-size", value_name = "N")]
+    pub batch_size: Option<u32>,
+
+    /// -ub: physical batch size.
+    #[arg(long = "ubatch-size", value_name = "N")]
+    pub ubatch_size: Option<u32>,
+
+    /// -np: parallel sequences (slots).
+    #[arg(long = "parallel", value_name = "N")]
+    pub parallel: Option<u32>,
+
+    /// -ctk: K cache type (f16, q8_0, q4_0, …).
+    #[arg(long = "cache-type-k", value_name = "TYPE")]
+    pub cache_type_k: Option<String>,
+
+    /// -ctv: V cache type.
+    #[arg(long = "cache-type-v", value_name = "TYPE")]
+    pub cache_type_v: Option<String>,
+
+    /// -fa: flash attention.
+    #[arg(long = "flash-attn", value_enum, value_name = "on|off|auto")]
+    pub flash_attn: Option<FlashAttnArg>,
+
+    /// One KV cache shared by every sequence.
+    #[arg(long = "kv-unified", overrides_with = "no_kv_unified")]
+    pub kv_unified: bool,
+
+    /// One KV stream per sequence.
+    #[arg(long = "no-kv-unified")]
+    pub no_kv_unified: bool,
+
+    /// Full-size caches for sliding-window layers.
+    #[arg(long = "swa-full", overrides_with = "no_swa_full")]
+    pub swa_full: bool,
+
+    /// Window-sized caches for sliding-window layers.
+    #[arg(long = "no-swa-full")]
+    pub no_swa_full: bool,
+
+    /// -ngl: layers on the GPU (counting the output layer), or `all`.
+    #[arg(long = "n-gpu-layers", value_name = "N|all")]
+    pub n_gpu_layers: Option<String>,
+
+    /// Answer the largest context whose total fits in SIZE (e.g. 16GiB, 8G).
+    #[arg(long, value_name = "SIZE")]
+    pub memory: Option<String>,
+
+    /// Print JSON (schema in docs/cli.md) instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }

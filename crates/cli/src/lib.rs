@@ -116,6 +116,8 @@ where
 {
     // The matches are kept beside the typed arguments: `edit` needs the order of its
     // repeated options across option names (`ArgMatches::indices_of`).
+    // `fit` takes llama-server's multi-letter short flags (`-ngl 99`), which clap cannot.
+    let args = commands::fit::long_flags(args.into_iter().map(Into::into).collect());
     let parsed = Cli::command()
         .try_get_matches_from(args)
         .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
@@ -142,6 +144,7 @@ where
         Command::Split(args) => commands::split::run(args, &ctx),
         Command::Merge(args) => commands::merge::run(args, &ctx),
         Command::Diff(args) => commands::diff::run(args, &ctx),
+        Command::Fit(args) => commands::fit::run(args, &ctx),
     };
     match result {
         Ok(exit) => exit.into(),

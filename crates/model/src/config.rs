@@ -108,6 +108,56 @@ pub struct ModelConfig {
     pub vocab_size: Option<u64>,
     /// `tokenizer.ggml.model`.
     pub tokenizer: Option<String>,
+    /// The keys that size a model's memory beyond the common ones (the KV cache of
+    /// sliding-window, MLA and multi-token-prediction layers, recurrent state): what
+    /// [`fit`](crate::fit) reads.
+    pub memory: MemoryKeys,
+}
+
+/// `{arch}.*` keys that size the KV cache and the recurrent state, as llama.cpp's
+/// `llama_model_base::load_hparams` and the architectures' `load_arch_hparams` read them
+/// (`src/llama-model.cpp`, `src/models/*.cpp`). `None`: the key is absent.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct MemoryKeys {
+    /// `{arch}.embedding_length_out`.
+    pub embedding_length_out: Option<u64>,
+    /// `{arch}.attention.key_length_swa`: the K head size of sliding-window layers.
+    pub key_length_swa: Option<u64>,
+    /// `{arch}.attention.value_length_swa`.
+    pub value_length_swa: Option<u64>,
+    /// `{arch}.attention.key_length_mla`: present on models that cache the MLA latent.
+    pub key_length_mla: Option<u64>,
+    /// `{arch}.attention.value_length_mla`.
+    pub value_length_mla: Option<u64>,
+    /// `{arch}.attention.kv_lora_rank`: the MLA latent's size.
+    pub kv_lora_rank: Option<u64>,
+    /// `{arch}.attention.shared_kv_layers`: trailing layers that reuse an earlier layer's cache.
+    pub shared_kv_layers: Option<u64>,
+    /// `{arch}.nextn_predict_layers`: multi-token-prediction layers counted in `block_count`
+    /// that the main context does not cache.
+    pub nextn_predict_layers: Option<u64>,
+    /// `{arch}.full_attention_interval`: every n-th layer attends, the others are recurrent.
+    pub full_attention_interval: Option<u64>,
+    /// `{arch}.attention.recurrent_layers`: non-zero where a layer is recurrent (per layer, or
+    /// one value for all).
+    pub recurrent_layers: Option<PerLayer<u64>>,
+    /// `{arch}.ssm.conv_kernel`.
+    pub ssm_conv_kernel: Option<u64>,
+    /// `{arch}.ssm.inner_size`.
+    pub ssm_inner_size: Option<u64>,
+    /// `{arch}.ssm.state_size`.
+    pub ssm_state_size: Option<u64>,
+    /// `{arch}.ssm.group_count`.
+    pub ssm_group_count: Option<u64>,
+    /// `{arch}.wkv.head_size` (RWKV).
+    pub wkv_head_size: Option<u64>,
+    /// `{arch}.token_shift_count` (RWKV; llama.cpp's default is 2).
+    pub token_shift_count: Option<u64>,
+    /// `{arch}.shortconv.l_cache` (LFM2).
+    pub shortconv_l_cache: Option<u64>,
+    /// `{arch}.kda.head_dim` (Kimi linear attention).
+    pub kda_head_dim: Option<u64>,
 }
 
 /// `{arch}.rope.*`.
@@ -469,6 +519,26 @@ impl ModelConfig {
             ),
             vocab_size,
             tokenizer: opt_text("tokenizer.ggml.model"),
+            memory: MemoryKeys {
+                embedding_length_out: opt_uint(&arch("embedding_length_out")),
+                key_length_swa: opt_uint(&arch("attention.key_length_swa")),
+                value_length_swa: opt_uint(&arch("attention.value_length_swa")),
+                key_length_mla: opt_uint(&arch("attention.key_length_mla")),
+                value_length_mla: opt_uint(&arch("attention.value_length_mla")),
+                kv_lora_rank: opt_uint(&arch("attention.kv_lora_rank")),
+                shared_kv_layers: opt_uint(&arch("attention.shared_kv_layers")),
+                nextn_predict_layers: opt_uint(&arch("nextn_predict_layers")),
+                full_attention_interval: opt_uint(&arch("full_attention_interval")),
+                recurrent_layers: layered(&arch("attention.recurrent_layers")),
+                ssm_conv_kernel: opt_uint(&arch("ssm.conv_kernel")),
+                ssm_inner_size: opt_uint(&arch("ssm.inner_size")),
+                ssm_state_size: opt_uint(&arch("ssm.state_size")),
+                ssm_group_count: opt_uint(&arch("ssm.group_count")),
+                wkv_head_size: opt_uint(&arch("wkv.head_size")),
+                token_shift_count: opt_uint(&arch("token_shift_count")),
+                shortconv_l_cache: opt_uint(&arch("shortconv.l_cache")),
+                kda_head_dim: opt_uint(&arch("kda.head_dim")),
+            },
             known_architecture: known,
             architecture: architecture.unwrap_or_default(),
         };

@@ -13,6 +13,7 @@
 pub mod arch;
 pub mod config;
 pub mod diff;
+pub mod fit;
 pub mod ftype;
 pub mod keys;
 pub mod load;

@@ -17,6 +17,7 @@ pub mod completions;
 pub mod convert;
 pub mod diff;
 pub mod edit;
+pub mod fit;
 pub mod inspect;
 pub mod make_toy;
 pub mod merge;

@@ -23,6 +23,7 @@ mod diff;
 mod edit;
 mod exit_codes;
 mod files;
+mod fit;
 mod golden;
 mod model_check;
 mod narrow;

@@ -6,4 +6,5 @@ mod common {
 
 mod config;
 mod diff;
+mod fit;
 mod load;
