@@ -6,3 +6,4 @@ mod common {
 
 mod config;
 mod diff;
+mod template_parity;
