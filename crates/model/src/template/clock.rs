@@ -110,7 +110,7 @@ impl Moment {
                 'Z' => Ok(()),
                 'z' => Ok(()),
                 '%' => write!(out, "%"),
-                'n' => write!(out, "\n"),
+                'n' => out.write_char('\n'),
                 't' => write!(out, "\t"),
                 other => write!(out, "%{other}"),
             };

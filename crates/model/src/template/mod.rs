@@ -29,21 +29,25 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod audit;
 mod clock;
 mod error;
 mod guard;
 mod model;
 mod profile;
 mod python;
+mod shapes;
 mod source;
 
 use std::time::Duration;
 
 use minijinja::value::Value;
 
+pub use audit::{AuditFinding, Severity, audit};
 pub use clock::Moment;
 pub use error::TemplateError;
 pub use model::{DEFAULT_KEY, ModelTemplates, NamedTemplate, sha256_hex, templates_of};
+pub use shapes::{LintIssue, Shape, lint, shapes};
 
 /// The name the template is compiled under (it appears in no output).
 const NAME: &str = "chat_template";
@@ -218,7 +222,12 @@ impl ChatTemplate {
 }
 
 fn compile_error(e: &minijinja::Error) -> TemplateError {
-    TemplateError::Syntax { line: e.line(), message: e.detail().unwrap_or("").to_owned() }
+    let message = e.detail().unwrap_or("").to_owned();
+    // The parser's own depth limit (150 nested blocks or expressions): a bound, not a typo.
+    if message.contains("maximum recursion") {
+        return TemplateError::Recursion { line: e.line(), message };
+    }
+    TemplateError::Syntax { line: e.line(), message }
 }
 
 /// The line minijinja knows for an error a callback caused.

@@ -4,6 +4,8 @@ mod common {
     pub(crate) use sipllm_testkit::corpus::shared_dir;
 }
 
+mod alloc;
 mod config;
 mod diff;
+mod template;
 mod template_parity;
