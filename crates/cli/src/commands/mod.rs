@@ -24,6 +24,7 @@ pub mod merge;
 pub mod range;
 pub mod read;
 pub mod split;
+pub mod template;
 pub mod tensors;
 pub mod validate;
 pub mod values;

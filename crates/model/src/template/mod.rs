@@ -30,6 +30,7 @@
 //! ```
 
 mod audit;
+mod batch;
 mod clock;
 mod error;
 mod guard;
@@ -44,6 +45,7 @@ use std::time::Duration;
 use minijinja::value::Value;
 
 pub use audit::{AuditFinding, Severity, audit};
+pub use batch::{BatchCase, CaseTemplate};
 pub use clock::Moment;
 pub use error::TemplateError;
 pub use model::{DEFAULT_KEY, ModelTemplates, NamedTemplate, sha256_hex, templates_of};
