@@ -31,5 +31,6 @@ mod safety;
 mod split;
 mod summary;
 mod support;
+mod template;
 mod terminal;
 mod values;

@@ -117,6 +117,37 @@ impl TemplateValue {
     pub fn is_null(&self) -> bool {
         self.0.is_none()
     }
+
+    /// An object's member `key`.
+    pub fn get(&self, key: &str) -> Option<TemplateValue> {
+        if self.0.kind() != minijinja::value::ValueKind::Map {
+            return None;
+        }
+        self.0.get_attr(key).ok().filter(|v| !v.is_undefined()).map(TemplateValue)
+    }
+
+    /// A list's items.
+    pub fn items(&self) -> Option<Vec<TemplateValue>> {
+        if self.0.kind() != minijinja::value::ValueKind::Seq {
+            return None;
+        }
+        Some(self.0.try_iter().ok()?.map(TemplateValue).collect())
+    }
+
+    /// A string's text.
+    pub fn as_str(&self) -> Option<&str> {
+        self.0.as_str()
+    }
+
+    /// Compact JSON text, keys in their order (floats as Python writes them).
+    pub fn to_json(&self) -> Result<String, TemplateError> {
+        let style =
+            python::JsonStyle { item_sep: ",".into(), key_sep: ":".into(), ..Default::default() };
+        let mut out = String::new();
+        python::json(&self.0, &style, &mut out)
+            .map_err(|e| TemplateError::Input { what: "value".into(), message: e.message() })?;
+        Ok(out)
+    }
 }
 
 impl From<bool> for TemplateValue {

@@ -42,20 +42,28 @@ fn cases(shared: &Path) -> Vec<Case> {
         .collect();
     files.sort();
     assert_eq!(files.len(), 712, "the shared corpus has 712 templates");
-    let shapes: Vec<Json> = serde_json::from_slice(
-        &std::fs::read(shared.join("templates/shapes.json")).expect("shapes.json is readable"),
-    )
-    .expect("shapes.json is JSON");
+    // Read as TemplateValue, not serde_json::Value: objects keep their key order (the
+    // templates print tool schemas in it).
+    let text = std::fs::read_to_string(shared.join("templates/shapes.json"))
+        .expect("shapes.json is readable");
+    let shapes =
+        TemplateValue::from_json(&text).expect("shapes.json is JSON").items().expect("a list");
     assert_eq!(shapes.len(), 49);
     let mut out = Vec::new();
     for file in &files {
         for shape in &shapes {
+            let json = |key: &str| {
+                shape.get(key).filter(|v| !v.is_null()).map(|v| v.to_json().expect("JSON"))
+            };
             for add_generation_prompt in [false, true] {
                 out.push(Case {
                     template: file.clone(),
-                    shape: shape["name"].as_str().unwrap_or_default().to_owned(),
-                    messages: shape["messages"].to_string(),
-                    tools: Some(shape["tools"].to_string()).filter(|t| t != "null"),
+                    shape: shape
+                        .get("name")
+                        .and_then(|n| n.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    messages: json("messages").expect("every shape has messages"),
+                    tools: json("tools"),
                     add_generation_prompt,
                 });
             }
