@@ -8,6 +8,8 @@
 //!   of its own memory map exactly where gguf-py would, but only when they are asked for.
 //! * [`model`]: the native API (`sipllm_gguf.open`, `validate`): typed metadata, lazy string
 //!   sequences, tensors and reads through the `WeightSource` seam.
+//! * [`templates`]: chat templates (sipllm-model): a model's templates and BOS/EOS strings,
+//!   and `render_chat`, rendered as transformers renders them.
 //! * [`values`]: tensor values (sipllm-quants): `dequantize`, the drop-in for gguf-py's
 //!   `gguf.quants.dequantize`, and `Model.values` through the seam's `read_f32_at`.
 //!
@@ -18,6 +20,7 @@ mod errors;
 mod header;
 mod model;
 mod strings;
+mod templates;
 mod values;
 
 use pyo3::prelude::*;
@@ -38,6 +41,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(values::dequantize, m)?)?;
     m.add_function(wrap_pyfunction!(values::row_values, m)?)?;
     m.add_function(wrap_pyfunction!(values::supported_types, m)?)?;
+    m.add_function(wrap_pyfunction!(templates::chat_templates, m)?)?;
+    m.add_function(wrap_pyfunction!(templates::render_chat, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
