@@ -681,11 +681,11 @@ pub struct TemplateRenderArgs {
     #[arg(long)]
     pub add_generation_prompt: bool,
 
-    /// The bos_token string (default: the model's BOS token, else <s>).
+    /// The bos_token string (default: the model's BOS token, else `<s>`).
     #[arg(long, value_name = "S")]
     pub bos_token: Option<String>,
 
-    /// The eos_token string (default: the model's EOS token, else </s>).
+    /// The eos_token string (default: the model's EOS token, else `</s>`).
     #[arg(long, value_name = "S")]
     pub eos_token: Option<String>,
 

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::io::{self, BufRead, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use serde_json::json;
@@ -83,16 +83,22 @@ fn load(from: &TemplateFrom, ctx: &Ctx) -> Result<Loaded, Exit> {
     }
 }
 
+/// The most a template or JSON input file may hold (a template over 1 MiB is refused by the
+/// renderer with its own error; this cap only keeps memory bounded before that).
+const MAX_INPUT: u64 = 64 << 20;
+
+/// The most a `--batch` file may hold (the 69,776 corpus cases take 70 MB).
+const MAX_BATCH: u64 = 1 << 30;
+
+/// Reads an auxiliary input (`-`: standard input) through the write side's capped reader.
+fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+    let path = if path == Path::new("-") { Path::new("/dev/stdin") } else { path };
+    sipllm_edit::read_capped(path, max)
+        .map_err(|e| format!("cannot read {}: {e}", escape::str(&path.display().to_string())))
+}
+
 fn read_file(path: &Path) -> Result<Vec<u8>, Exit> {
-    let shown = || escape::str(&path.display().to_string()).into_owned();
-    if path == Path::new("-") {
-        let mut bytes = Vec::new();
-        io::stdin()
-            .read_to_end(&mut bytes)
-            .map_err(|e| usage_error(&format!("cannot read standard input: {e}")))?;
-        return Ok(bytes);
-    }
-    std::fs::read(path).map_err(|e| usage_error(&format!("cannot read {}: {e}", shown())))
+    read_capped(path, MAX_INPUT).map_err(|m| usage_error(&m))
 }
 
 fn read_json(path: &Path, what: &str) -> Result<TemplateValue, Exit> {
@@ -267,18 +273,9 @@ fn render_batch(
     defaults: &RenderInput,
     options: &Options,
 ) -> io::Result<Exit> {
-    let reader: Box<dyn BufRead> = if path == Path::new("-") {
-        Box::new(io::BufReader::new(io::stdin()))
-    } else {
-        match std::fs::File::open(path) {
-            Ok(f) => Box::new(io::BufReader::new(f)),
-            Err(e) => {
-                return Ok(usage_error(&format!(
-                    "cannot read {}: {e}",
-                    escape::str(&path.display().to_string())
-                )));
-            }
-        }
+    let bytes = match read_capped(path, MAX_BATCH) {
+        Ok(b) => b,
+        Err(m) => return Ok(usage_error(&m)),
     };
     let workers = std::thread::available_parallelism().map_or(1, usize::from).clamp(1, 16);
     let mut caches: Vec<TemplateCache<'_>> = (0..workers)
@@ -286,11 +283,11 @@ fn render_batch(
         .collect();
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-    let mut lines = reader.lines();
+    let mut lines = bytes.split(|b| *b == b'\n');
     loop {
         let mut block = Vec::with_capacity(BLOCK);
         for line in lines.by_ref() {
-            let line = line?;
+            let line = String::from_utf8_lossy(line).into_owned();
             if !line.trim().is_empty() {
                 block.push(line);
             }
@@ -340,9 +337,12 @@ impl TemplateCache<'_> {
                 let text = match &case.template {
                     CaseTemplate::Text(t) => t.clone(),
                     CaseTemplate::File(path) => {
-                        std::fs::read_to_string(path).map_err(|e| TemplateError::Input {
+                        let bytes = read_capped(path, MAX_INPUT).map_err(|message| {
+                            TemplateError::Input { what: "template_file".into(), message }
+                        })?;
+                        String::from_utf8(bytes).map_err(|_| TemplateError::Input {
                             what: "template_file".into(),
-                            message: format!("{}: {e}", path.display()),
+                            message: format!("{} is not UTF-8", path.display()),
                         })?
                     }
                     CaseTemplate::Default => {
