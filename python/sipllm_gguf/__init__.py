@@ -24,7 +24,7 @@ from typing import Any
 
 from . import quants
 from ._native import GGUFError, UnsupportedTypeError, __version__
-from .native import Finding, Metadata, Model, StrSeq, Tensor, open, validate
+from .native import Finding, Metadata, Model, StrSeq, Tensor, open, render_chat, validate
 from .reader import GGUFReader, ReaderField, ReaderTensor
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "__version__",
     "open",
     "quants",
+    "render_chat",
     "validate",
 ]
 

@@ -131,6 +131,20 @@ def fit(
     memory: int | None = None,
 ) -> dict[str, Any] | None:
     """The memory llama.cpp would allocate (the fields of ``sipllm fit --json``)."""
+def chat_templates(
+    model: Model,
+) -> tuple[list[tuple[str | None, str, str, int]], str | None, str | None]: ...
+def render_chat(
+    template: str,
+    messages: str,
+    tools: str | None,
+    add_generation_prompt: bool,
+    bos_token: str,
+    eos_token: str,
+    vars: list[tuple[str, str]],
+    now: str | None = None,
+    strict: bool = False,
+) -> str: ...
 def dequantize(data: bytes | object, code: int, out: object, threads: int = 1) -> None:
     """f32 values of ``data`` (``bytes``, or a 1-D uint8 array/memoryview) into ``out``, a 1-D
     uint8 view of a float32 array of their size; ``threads``: 0 = every core."""

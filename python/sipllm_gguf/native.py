@@ -16,6 +16,7 @@ string arrays as a lazy :class:`StrSeq`. Tensor data is read only by :meth:`Mode
 
 from __future__ import annotations
 
+import json
 import operator
 import os
 from collections.abc import Mapping, Sequence
@@ -307,6 +308,18 @@ class Model:
         findings (``model::…`` codes) of ``sipllm validate --model``."""
         rows, arch, known_arch, loads, crashes = _native.load_check(self._native)
         return LoadReport([Finding(*f) for f in rows], arch, known_arch, loads, crashes)
+    @property
+    def chat_template(self) -> str | None:
+        """The default chat template (``tokenizer.chat_template``) exactly as stored, or
+        ``None``."""
+        return self.chat_templates.get("default")
+
+    @property
+    def chat_templates(self) -> dict[str, str]:
+        """Every chat template by name, as transformers names them: ``"default"`` for
+        ``tokenizer.chat_template``, ``NAME`` for ``tokenizer.chat_template.NAME``."""
+        rows, _, _ = _native.chat_templates(self._native)
+        return {("default" if name is None else name): text for (name, text, _, _) in rows}
 
     def __enter__(self) -> Model:
         return self
@@ -344,6 +357,46 @@ _ARRAY_DTYPES = {
     "I32": "i4",
     "I64": "i8",
 }
+def render_chat(
+    model_or_template: Model | str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None = None,
+    add_generation_prompt: bool = False,
+    **vars: Any,
+) -> str:
+    """The prompt ``messages`` make through a chat template, rendered as transformers'
+    ``apply_chat_template(tokenize=False)`` renders it (Jinja2 semantics, bounded: a hostile
+    template raises instead of hanging).
+
+    ``model_or_template``: a :class:`Model` (its default template, and ``bos_token`` /
+    ``eos_token`` from its vocabulary) or the template's text. ``vars``: further template
+    variables (``enable_thinking=False``, …; ``bos_token``/``eos_token`` override the
+    model's; default ``<s>``/``</s>`` for a bare template). Raises
+    :class:`~sipllm_gguf.GGUFError` with a ``template::…`` code (``template::raised`` when
+    the template refuses the conversation), ``ValueError`` for a model without a template."""
+    bos, eos = "<s>", "</s>"
+    if isinstance(model_or_template, Model):
+        rows, model_bos, model_eos = _native.chat_templates(model_or_template._native)
+        default = [text for (name, text, _, _) in rows if name is None]
+        if not default:
+            raise ValueError(f"{model_or_template.path}: the model has no tokenizer.chat_template")
+        template = default[0]
+        bos = model_bos if model_bos is not None else bos
+        eos = model_eos if model_eos is not None else eos
+    else:
+        template = model_or_template
+    bos = vars.pop("bos_token", bos)
+    eos = vars.pop("eos_token", eos)
+    extra = [(key, json.dumps(value)) for key, value in vars.items()]
+    return _native.render_chat(
+        template,
+        json.dumps(messages),
+        None if tools is None else json.dumps(tools),
+        bool(add_generation_prompt),
+        str(bos),
+        str(eos),
+        extra,
+    )
 
 
 def open(path: str | os.PathLike[str], profile: str = "strict") -> Model:  # noqa: A001

@@ -12,6 +12,8 @@
 //!   lie on disk, for `Model.array`'s `numpy.memmap` views.
 //! * [`fit`]: the memory llama.cpp would allocate for a native model (`Model.fit`).
 //! * [`load`]: the llama.cpp load check (`Model.load_check`, `validate(path, model=True)`).
+//! * [`templates`]: chat templates (sipllm-model): a model's templates and BOS/EOS strings,
+//!   and `render_chat`, rendered as transformers renders them.
 //! * [`values`]: tensor values (sipllm-quants): `dequantize`, the drop-in for gguf-py's
 //!   `gguf.quants.dequantize`, and `Model.values` through the seam's `read_f32_at`.
 //!
@@ -26,6 +28,7 @@ mod load;
 mod model;
 mod safetensors;
 mod strings;
+mod templates;
 mod values;
 
 use pyo3::prelude::*;
@@ -50,6 +53,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(safetensors::to_safetensors, m)?)?;
     m.add_function(wrap_pyfunction!(safetensors::tensor_location, m)?)?;
     m.add_function(wrap_pyfunction!(fit::fit_model, m)?)?;
+    m.add_function(wrap_pyfunction!(templates::chat_templates, m)?)?;
+    m.add_function(wrap_pyfunction!(templates::render_chat, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -180,6 +180,11 @@ fn bytes_of<T: Copy>(values: impl Iterator<Item = T>, to: impl Fn(T) -> [u8; 8])
 }
 
 impl Model {
+    /// The opened model, for the other modules' functions that take a `Model`.
+    pub(crate) fn source(&self) -> &sipllm_streaming::Model {
+        &self.inner
+    }
+
     fn gguf(&self) -> Option<&Gguf<HeaderBytes>> {
         match &*self.inner {
             sipllm_streaming::Model::Gguf(f) => Some(f.gguf()),

@@ -83,6 +83,9 @@ pub enum Command {
     /// Flags as llama-server spells them (-c, -b, -ub, -np, -ctk, -ctv, -fa, -ngl). Exit
     /// code 2 when llama.cpp would refuse the context or the architecture is not modelled.
     Fit(FitArgs),
+    /// Chat templates: show them, render them exactly as transformers does, lint and audit
+    /// them (see docs/templates.md).
+    Template(TemplateArgs),
 }
 
 impl Command {
@@ -736,4 +739,161 @@ pub struct FitArgs {
     /// Print JSON (schema in docs/cli.md) instead of the table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `sipllm template`.
+#[derive(Debug, Args)]
+pub struct TemplateArgs {
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: TemplateCommand,
+}
+
+/// The `template` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum TemplateCommand {
+    /// Write a model's chat template exactly as stored to standard output; list every
+    /// template in the file with its size and sha256 on standard error.
+    Show(TemplateShowArgs),
+    /// Render a conversation through a template: exactly the prompt, nothing added.
+    ///
+    /// From a model, bos_token and eos_token are its vocabulary's BOS/EOS tokens. With
+    /// --batch, one JSON line in per case and one out: {"ok": "…"} or {"err": {…}}.
+    Render(TemplateRenderArgs),
+    /// Render the built-in conversation shapes and report what fails or renders oddly.
+    ///
+    /// Exit code 0 when nothing is reported, 1 when something is, 2 on an error.
+    Lint(TemplateLintArgs),
+    /// Static findings: dunder and attribute chains, include/import/extends, code-execution
+    /// names, unbounded loops and recursion.
+    ///
+    /// Exit code 0 clean, 1 findings, 2 error.
+    Audit(TemplateAuditArgs),
+}
+
+/// Where a template comes from: a model's metadata or a file.
+#[derive(Debug, Clone, Args)]
+pub struct TemplateFrom {
+    /// The model (GGUF, .llmw, a shard of a split set, or a URL). One of MODEL and
+    /// --template is needed (`render --batch` needs neither when every case names its
+    /// template).
+    #[arg(conflicts_with = "template")]
+    pub model: Option<PathBuf>,
+
+    /// A template file instead of a model's.
+    #[arg(long, value_name = "FILE")]
+    pub template: Option<PathBuf>,
+
+    /// The model's template of this name (`tokenizer.chat_template.NAME`) instead of the
+    /// default one.
+    #[arg(long, value_name = "NAME", conflicts_with = "template")]
+    pub name: Option<String>,
+
+    /// Parsing options.
+    #[command(flatten)]
+    pub parse: ParseArgs,
+}
+
+/// `sipllm template show`.
+#[derive(Debug, Args)]
+pub struct TemplateShowArgs {
+    /// The model.
+    pub model: PathBuf,
+
+    /// The template of this name instead of the default one.
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+
+    /// Print one JSON document: every template's name, key, size, sha256 and text.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Parsing options.
+    #[command(flatten)]
+    pub parse: ParseArgs,
+}
+
+/// `sipllm template render`.
+#[derive(Debug, Args)]
+pub struct TemplateRenderArgs {
+    /// The template.
+    #[command(flatten)]
+    pub from: TemplateFrom,
+
+    /// The conversation: a JSON list of messages.
+    #[arg(long, value_name = "FILE.json", required_unless_present = "batch")]
+    pub messages: Option<PathBuf>,
+
+    /// The tool definitions: a JSON list.
+    #[arg(long, value_name = "FILE.json")]
+    pub tools: Option<PathBuf>,
+
+    /// Append the header of the assistant's next turn.
+    #[arg(long)]
+    pub add_generation_prompt: bool,
+
+    /// The bos_token string (default: the model's BOS token, else `<s>`).
+    #[arg(long, value_name = "S")]
+    pub bos_token: Option<String>,
+
+    /// The eos_token string (default: the model's EOS token, else `</s>`).
+    #[arg(long, value_name = "S")]
+    pub eos_token: Option<String>,
+
+    /// The clock strftime_now reads, YYYY-MM-DDTHH:MM:SS (default: now, as UTC).
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+
+    /// A further variable, its value JSON (`--var enable_thinking=false`); repeatable.
+    #[arg(long = "var", value_name = "KEY=JSON")]
+    pub vars: Vec<String>,
+
+    /// Error where Python's Jinja2 raises (iterating None, tojson of undefined, ...)
+    /// instead of rendering leniently.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Render every case of a JSON-lines file (`-`: standard input) on all cores.
+    #[arg(long, value_name = "CASES.jsonl", conflicts_with_all = ["messages", "tools"])]
+    pub batch: Option<PathBuf>,
+}
+
+/// `sipllm template lint`.
+#[derive(Debug, Args)]
+pub struct TemplateLintArgs {
+    /// The template.
+    #[command(flatten)]
+    pub from: TemplateFrom,
+
+    /// Render strictly: error where Python's Jinja2 raises.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// `sipllm template audit`.
+#[derive(Debug, Args)]
+pub struct TemplateAuditArgs {
+    /// The template.
+    #[command(flatten)]
+    pub from: TemplateFrom,
+
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = AuditFormat::Text)]
+    pub format: AuditFormat,
+
+    /// The expected sha256 of the template (hex): a different one is a finding (drift
+    /// between quantizations of one model).
+    #[arg(long, value_name = "HEX")]
+    pub expect_sha256: Option<String>,
+}
+
+/// How `template audit` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AuditFormat {
+    /// Lines for people.
+    Text,
+    /// One JSON document.
+    Json,
+    /// SARIF 2.1.0, for code-scanning tools.
+    Sarif,
 }

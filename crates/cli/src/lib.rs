@@ -145,6 +145,7 @@ where
         Command::Merge(args) => commands::merge::run(args, &ctx),
         Command::Diff(args) => commands::diff::run(args, &ctx),
         Command::Fit(args) => commands::fit::run(args, &ctx),
+        Command::Template(args) => commands::template::run(args, &ctx),
     };
     match result {
         Ok(exit) => exit.into(),

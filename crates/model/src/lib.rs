@@ -17,3 +17,4 @@ pub mod fit;
 pub mod ftype;
 pub mod keys;
 pub mod load;
+pub mod template;

@@ -426,10 +426,21 @@ fn metadata(
             e.index.to_string(),
             escape::name(e.key).into_owned(),
             e.value.type_name().to_owned(),
-            one_line(&e.value, budget),
+            chat_template_line(e).unwrap_or_else(|| one_line(&e.value, budget)),
         ]);
     }
     table.write(out, "  ")
+}
+
+/// A chat template (`tokenizer.chat_template`, `tokenizer.chat_template.NAME`) as its size
+/// and sha256: its escaped text says nothing in one line (`sipllm template show` prints it).
+fn chat_template_line(e: &crate::view::Entry<'_>) -> Option<String> {
+    let key = e.key.strip_prefix(sipllm_model::template::DEFAULT_KEY.as_bytes())?;
+    if !(key.is_empty() || key.starts_with(b".")) {
+        return None;
+    }
+    let crate::view::Val::Str(text) = e.value else { return None };
+    Some(format!("{} bytes, sha256 {}", text.len(), sipllm_model::template::sha256_hex(text)))
 }
 
 fn tensor_section(

@@ -25,6 +25,7 @@ pub mod range;
 pub mod read;
 pub mod safetensors;
 pub mod split;
+pub mod template;
 pub mod tensors;
 pub mod validate;
 pub mod values;

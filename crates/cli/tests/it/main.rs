@@ -33,5 +33,6 @@ mod safety;
 mod split;
 mod summary;
 mod support;
+mod template;
 mod terminal;
 mod values;

@@ -4,7 +4,10 @@ mod common {
     pub(crate) use sipllm_testkit::corpus::shared_dir;
 }
 
+mod alloc;
 mod config;
 mod diff;
 mod fit;
 mod load;
+mod template;
+mod template_parity;

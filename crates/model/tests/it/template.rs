@@ -1,0 +1,267 @@
+//! Chat templates: the profile's Python behaviour, the bounds on hostile templates (by error
+//! kind and memory, never by time), the audit and the lint, and a model's templates.
+
+use std::time::Duration;
+
+use sipllm_model::template::{
+    ChatTemplate, Limits, Moment, Options, RenderInput, TemplateError, TemplateValue, audit, lint,
+    templates_of,
+};
+use sipllm_streaming::{MemSource, Model, OpenOptions};
+use sipllm_testkit::{GgufBuilder, Value};
+
+use crate::alloc::peak_during;
+use crate::common::shared_dir;
+
+/// The memory a hostile template may take.
+const MIB_64: usize = 64 << 20;
+
+fn render_with(source: &str, messages: &str, options: &Options) -> Result<String, TemplateError> {
+    let t = ChatTemplate::new(source, options)?;
+    let mut input = RenderInput::new(TemplateValue::from_json(messages)?);
+    input.now = Moment::parse("2026-12-04T12:00:00").unwrap();
+    t.render(&input)
+}
+
+fn render(source: &str, messages: &str) -> Result<String, TemplateError> {
+    render_with(source, messages, &Options::default())
+}
+
+const HELLO: &str = r#"[{"role": "user", "content": "Hi"}]"#;
+
+#[test]
+fn prints_values_as_python_does() {
+    let msgs = r#"[{"role": "assistant", "content": null, "args": {"a": true, "b": null, "c": [1.0, "x"]}}]"#;
+    let out = render("{% for m in messages %}{{ m.content }}|{{ m.args }}|{{ m.args.a }}|{{ m.args|string }}{% endfor %}", msgs).unwrap();
+    assert_eq!(
+        out,
+        "None|{'a': True, 'b': None, 'c': [1.0, 'x']}|True|{'a': True, 'b': None, 'c': [1.0, 'x']}"
+    );
+}
+
+#[test]
+fn tojson_takes_transformers_keyword_arguments() {
+    let msgs = r#"[{"b": 1, "a": "<é>"}]"#;
+    assert_eq!(render("{{ messages[0]|tojson }}", msgs).unwrap(), r#"{"b": 1, "a": "<é>"}"#);
+    assert_eq!(
+        render("{{ messages[0]|tojson(sort_keys=true, ensure_ascii=true) }}", msgs).unwrap(),
+        r#"{"a": "<\u00e9>", "b": 1}"#
+    );
+    assert_eq!(
+        render("{{ messages[0]|tojson(indent=1, separators=(',', ':')) }}", msgs).unwrap(),
+        "{\n \"b\":1,\n \"a\":\"<é>\"\n}"
+    );
+}
+
+#[test]
+fn generation_blocks_render_their_body() {
+    let src =
+        "{% for m in messages %}{% generation %}[{{ m.content }}]{% endgeneration %}{% endfor %}";
+    assert_eq!(render(src, HELLO).unwrap(), "[Hi]");
+}
+
+#[test]
+fn iterable_test_and_length_follow_python() {
+    let src =
+        "{{ 'ab' is iterable }} {{ 3 is iterable }} {{ none is iterable }} {{ nothing|length }}";
+    assert_eq!(render(src, HELLO).unwrap(), "True False False 0");
+}
+
+#[test]
+fn the_render_gets_transformers_variables() {
+    let src = "{{ bos_token }}{{ messages[0].content }}{% if add_generation_prompt %}>{% endif %}{{ eos_token }}\
+               {{ strftime_now('%d %b %Y') }}{{ tools is defined }}{{ enable_thinking }}";
+    let t = ChatTemplate::new(src, &Options::default()).unwrap();
+    let mut input = RenderInput::new(TemplateValue::from_json(HELLO).unwrap());
+    input.add_generation_prompt = true;
+    input.bos_token = "<B>".into();
+    input.eos_token = "<E>".into();
+    input.now = Moment::parse("2026-12-04T12:00:00").unwrap();
+    input.vars.push(("enable_thinking".into(), TemplateValue::from(false)));
+    assert_eq!(t.render(&input).unwrap(), "<B>Hi><E>04 Dec 2026FalseFalse");
+    // Trailing newline dropped, trim_blocks and lstrip_blocks on: Jinja2 as transformers sets it.
+    assert_eq!(render("  {% if true %}\nx\n  {% endif %}\n", HELLO).unwrap(), "x\n");
+}
+
+#[test]
+fn raise_exception_is_its_own_error() {
+    let e = render("{{ raise_exception('roles must alternate') }}", HELLO).unwrap_err();
+    assert_eq!(e.code(), "template::raised");
+    assert!(
+        matches!(&e, TemplateError::Raised { message, line: Some(1) } if message == "roles must alternate"),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn strict_raises_where_python_raises() {
+    let src = "{% for c in messages[0].content %}{{ c }}{% endfor %}{{ nothing|tojson }}";
+    let msgs = r#"[{"role": "assistant", "content": null}]"#;
+    assert_eq!(render(src, msgs).unwrap(), "null");
+    let strict = Options { strict: true, ..Options::default() };
+    let e = render_with(src, msgs, &strict).unwrap_err();
+    assert_eq!(e.code(), "template::strict");
+    let e = render_with("{{ nothing|tojson }}", msgs, &strict).unwrap_err();
+    assert!(
+        matches!(&e, TemplateError::Strict { message, .. } if message.contains("Undefined")),
+        "{e:?}"
+    );
+}
+
+#[test]
+fn bad_syntax_and_bad_input_are_typed() {
+    let e = ChatTemplate::new("{% for %}", &Options::default()).unwrap_err();
+    assert_eq!(e.code(), "template::syntax");
+    assert!(matches!(e, TemplateError::Syntax { line: Some(1), .. }));
+    assert_eq!(TemplateValue::from_json("[1,").unwrap_err().code(), "template::input");
+}
+
+// The hostile templates of the issue: each ends in its typed error, within 64 MiB.
+
+fn hostile(source: &str) -> (TemplateError, usize) {
+    let (result, peak) = peak_during(|| render(source, HELLO));
+    (result.expect_err("a hostile template must fail"), peak)
+}
+
+#[test]
+fn nested_loops_of_a_trillion_iterations_run_out_of_fuel() {
+    let src = "{% for i in range(100000) %}{% for j in range(100000) %}{% for k in range(100) %}{% endfor %}{% endfor %}{% endfor %}";
+    let (e, peak) = hostile(src);
+    assert!(
+        matches!(e, TemplateError::OutOfFuel { fuel, .. } if fuel == Limits::default().fuel),
+        "{e:?}"
+    );
+    assert!(peak < MIB_64, "{peak} bytes");
+}
+
+#[test]
+fn a_self_recursive_macro_hits_the_recursion_limit() {
+    let (e, peak) = hostile("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
+    assert_eq!(e.code(), "template::recursion", "{e:?}");
+    assert!(peak < MIB_64, "{peak} bytes");
+}
+
+#[test]
+fn a_gigabyte_string_is_refused_before_it_is_built() {
+    let (e, peak) = hostile("{{ 'x' * 10**9 }}");
+    assert_eq!(e.code(), "template::render", "{e:?}");
+    assert!(e.to_string().contains("too large"), "{e}");
+    assert!(peak < MIB_64, "{peak} bytes");
+}
+
+#[test]
+fn a_ten_megabyte_template_is_refused_unparsed() {
+    let src = "x".repeat(10 << 20);
+    let (result, peak) = peak_during(|| ChatTemplate::new(&src, &Options::default()));
+    let e = result.unwrap_err();
+    assert!(matches!(e, TemplateError::TooLarge { len, .. } if len == 10 << 20), "{e:?}");
+    assert!(peak < MIB_64, "{peak} bytes");
+}
+
+#[test]
+fn fifty_thousand_nested_ifs_are_refused_by_the_parser() {
+    let src = format!("{}x{}", "{%if 1%}".repeat(50_000), "{%endif%}".repeat(50_000));
+    let (result, peak) = peak_during(|| ChatTemplate::new(&src, &Options::default()));
+    let e = result.unwrap_err();
+    assert_eq!(e.code(), "template::recursion", "{e:?}");
+    assert!(peak < MIB_64, "{peak} bytes");
+}
+
+#[test]
+fn dunder_chains_reach_nothing() {
+    let (e, peak) = hostile("{{ ''.__class__.__mro__[1].__subclasses__() }}");
+    assert_eq!(e.code(), "template::render", "{e:?}");
+    assert!(peak < MIB_64, "{peak} bytes");
+    // One level prints nothing: minijinja has no Python object behind a value.
+    assert_eq!(render("{{ ''.__class__ }}{{ messages.__len__ }}", HELLO).unwrap(), "");
+}
+
+#[test]
+fn output_is_capped() {
+    let (e, peak) = hostile("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}");
+    assert!(matches!(e, TemplateError::OutputTooLarge { limit } if limit == 1 << 20), "{e:?}");
+    assert!(peak < MIB_64, "{peak} bytes");
+}
+
+#[test]
+fn the_time_limit_is_a_typed_error() {
+    // A zero time limit has passed at the first print: no clock is raced.
+    let options =
+        Options { limits: Limits { time: Duration::ZERO, ..Limits::default() }, strict: false };
+    let e = render_with("{% for m in messages %}{{ m.content }}{% endfor %}", HELLO, &options)
+        .unwrap_err();
+    assert!(matches!(e, TemplateError::Timeout { .. }), "{e:?}");
+}
+
+#[test]
+fn the_audit_finds_every_hostile_probe() {
+    let probes = [
+        (
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+            "audit::unbounded_loop",
+        ),
+        ("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "audit::unbounded_recursion"),
+        ("{{ 'x' * 10**9 }}", "audit::huge_repetition"),
+        ("{{ ''.__class__.__mro__[1].__subclasses__() }}", "audit::dunder"),
+        ("{% include 'secrets.txt' %}", "audit::include"),
+        ("{{ cycler.__init__.__globals__.os.popen('id').read() }}", "audit::code_execution"),
+    ];
+    for (src, code) in probes {
+        assert!(audit(src).iter().any(|f| f.code == code), "{code} not found in {src}");
+    }
+    assert!(audit(&"x".repeat(10 << 20)).iter().any(|f| f.code == "audit::too_large"));
+    let deep = format!("{}x{}", "{%if 1%}".repeat(50_000), "{%endif%}".repeat(50_000));
+    assert!(audit(&deep).iter().any(|f| f.code == "audit::deep_nesting"));
+}
+
+#[test]
+fn the_audit_finds_nothing_in_real_templates() {
+    let Some(shared) = shared_dir("the_audit_finds_nothing_in_real_templates") else { return };
+    let mut n = 0;
+    for entry in std::fs::read_dir(shared.join("templates/templates")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let findings = audit(&text);
+        assert!(findings.is_empty(), "{}: {findings:?}", path.display());
+        n += 1;
+    }
+    assert_eq!(n, 712);
+}
+
+#[test]
+fn lint_reports_what_renders_oddly() {
+    let now = Moment::parse("2026-12-04T12:00:00").unwrap();
+    // Llama 3's template (testkit's copy) is clean on the built-in shapes but for the tool
+    // shapes, where it prints a null `content`.
+    let good = sipllm_testkit::llama3::chat_template();
+    let issues = lint(&good, &Options::default(), now).unwrap();
+    assert!(issues.iter().all(|i| i.code != "lint::error"), "{issues:?}");
+    // Ignores add_generation_prompt, drops the user's text, iterates a null content.
+    let bad = "{% for m in messages %}{% for c in m.content %}{% endfor %}{{ m.role }}{% endfor %}";
+    let issues = lint(bad, &Options::default(), now).unwrap();
+    let codes: Vec<&str> = issues.iter().map(|i| i.code).collect();
+    for code in ["lint::generation_prompt_ignored", "lint::missing_content", "lint::strict"] {
+        assert!(codes.contains(&code), "{code} not in {codes:?}");
+    }
+}
+
+#[test]
+fn a_models_templates_and_special_tokens_come_from_its_metadata() {
+    let b = GgufBuilder::new()
+        .kv("tokenizer.ggml.tokens", Value::strings(["<unk>", "<|begin|>", "<|end|>"]))
+        .kv("tokenizer.ggml.bos_token_id", Value::Uint32(1))
+        .kv("tokenizer.ggml.eos_token_id", Value::Uint32(2))
+        .kv("tokenizer.chat_template", Value::str("{{ bos_token }}x"))
+        .kv("tokenizer.chat_template.tool_use", Value::str("{{ tools }}"));
+    let model = Model::from_source(MemSource::new(b.build()), &OpenOptions::default()).unwrap();
+    let t = templates_of(&model);
+    assert_eq!(t.bos_token.as_deref(), Some("<|begin|>"));
+    assert_eq!(t.eos_token.as_deref(), Some("<|end|>"));
+    let names: Vec<Option<&str>> = t.templates.iter().map(|t| t.name.as_deref()).collect();
+    assert_eq!(names, [None, Some("tool_use")]);
+    let default = t.get(None).unwrap();
+    assert_eq!(default.text, "{{ bos_token }}x");
+    assert_eq!(default.len, 16);
+    // sha256 of the stored bytes (Python: hashlib.sha256(b"{{ bos_token }}x").hexdigest()).
+    assert_eq!(default.sha256, "11af709206b5aaf5a13a40b671ca2fbe26925b46c5c7d2401d46a6057e1377ef");
+}
