@@ -7,6 +7,7 @@ use pyo3::types::PyDict;
 use sipllm_model::config::ModelConfig;
 use sipllm_model::fit as memory;
 use sipllm_model::fit::{Fit, FitError, FitParams, FlashAttn};
+use sipllm_streaming::WeightSource;
 
 use crate::model::Model;
 

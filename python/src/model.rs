@@ -41,13 +41,6 @@ pub(crate) struct Model {
     names: OnceLock<exact::TensorNames>,
 }
 
-impl Model {
-    /// The weight source, for the other modules' functions on a model.
-    pub(crate) fn source(&self) -> &dyn WeightSource {
-        self.inner.as_weight_source()
-    }
-}
-
 /// Opens the model at `path` (its format from the first 4 bytes), reading only its header.
 #[pyfunction]
 #[pyo3(signature = (path, profile = "strict"))]
