@@ -49,17 +49,51 @@ class Header:
     @property
     def file_size(self) -> int: ...
     def warnings(self) -> list[FindingRow]: ...
-    def kvs(self) -> list[tuple[int, str, int, int, int, int | None, int | None]]:
-        """(offset, key, value type, value offset, value length, element type, count)."""
-    def tensors(
-        self,
-    ) -> list[tuple[int, str, int, int, int, int, int, int, int | None, int | None, int | None]]:
-        """(offset, name, name length, n_dims, type, relative offset, absolute offset,
-        elements, nbytes, block size, type size)."""
+    def fileno(self) -> int:
+        """The open, locked file the header was parsed from (POSIX only): the reader maps it."""
+    def kvs(self) -> list[KvRecord]:
+        """Every key/value pair in file order."""
+    def tensors(self) -> list[TensorRecord]:
+        """Every tensor info in directory order."""
     def string_starts(self, index: int) -> bytes:
         """n + 1 native u64: each element's length-field offset, then the array's end."""
     def layout(self, index: int) -> tuple[list[tuple[int, int, int]], list[int], list[int]]:
         """gguf-py's (parts as (offset, type, count), data, types) of a value."""
+
+class KvRecord:
+    """A key/value pair by the parser's spans; every offset absolute, into the file."""
+
+    offset: int
+    key: str
+    key_offset: int
+    key_len: int
+    type_offset: int
+    value_type: int
+    value_offset: int
+    payload_offset: int
+    payload_len: int
+    count_offset: int | None
+    elem_type: int | None
+    count: int | None
+
+class TensorRecord:
+    """A tensor info by the parser's spans; the last three are None for an unknown type."""
+
+    offset: int
+    name: str
+    name_offset: int
+    name_len: int
+    n_dims_offset: int
+    n_dims: int
+    dims_offset: int
+    type_offset: int
+    ggml_type: int
+    offset_offset: int
+    data_offset: int
+    n_elements: int
+    n_bytes: int | None
+    block_size: int | None
+    type_size: int | None
 
 def read_header(path: str, compat: bool = True, profile: str = "strict") -> Header: ...
 def decode_strings(buf: bytes, count: int, big: bool = False) -> list[str]: ...

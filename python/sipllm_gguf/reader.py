@@ -72,6 +72,31 @@ def _to_string(x: npt.NDArray[Any]) -> str:
     return str(x.tobytes(), encoding="utf-8")
 
 
+def _map_file(header: Any, name: str, mode: str) -> np.memmap:
+    """``numpy.memmap`` of the file ``header`` was parsed from: its open (and locked)
+    descriptor, not whatever ``name`` names by now, so no second open can see another file.
+    ``r+`` needs write access, which that descriptor lacks: it maps ``name`` and checks that it
+    is the same file."""
+    fileno = getattr(header, "fileno", None)
+    if fileno is None:  # not a POSIX system: map the path
+        return np.memmap(name, mode=mode)
+    if mode != "r+":
+        with os.fdopen(os.dup(fileno()), "rb") as f:
+            f.raw.name = name  # type: ignore[misc]  # numpy.memmap's .filename, as gguf-py's
+            return np.memmap(f, mode=mode)
+    data = np.memmap(name, mode=mode)
+    here, parsed = os.stat(name), os.fstat(fileno())
+    if (here.st_dev, here.st_ino) != (parsed.st_dev, parsed.st_ino):
+        raise _gguf_error(
+            "the file was replaced while it was opened (the path names another file now)",
+            "sipllm::python::file_changed",
+            None,
+            "",
+            name,
+        )
+    return data
+
+
 def _gguf_error(message: str, code: str, offset: int | None, path: str, filename: str) -> Exception:
     err = _native.GGUFError(f"{filename}: {path}: {message} [{code}]")
     err.code = code  # type: ignore[attr-defined]
@@ -247,18 +272,18 @@ class ReaderTensor:
     shape; raw ``uint8`` bytes for quantized types) and ``field`` (the tensor info's
     :class:`ReaderField`). ``shape``, ``data`` and ``field`` are made on first access."""
 
-    __slots__ = ("name", "tensor_type", "n_elements", "n_bytes", "data_offset", "_map", "_row", "_field", "_data")
+    __slots__ = ("name", "tensor_type", "n_elements", "n_bytes", "data_offset", "_map", "_rec", "_field", "_data")
     _fields = ("name", "tensor_type", "shape", "n_elements", "n_bytes", "data_offset", "data", "field")
 
-    def __init__(self, map_: _Map, row: tuple[Any, ...]):
-        (_, name, _, _, code, _, abs_off, n_elem, nbytes, _, _) = row
-        self.name: str = name
-        self.tensor_type: Any = tensor_type(code)
-        self.n_elements: int = n_elem
-        self.n_bytes: int | None = nbytes
-        self.data_offset: int = abs_off
+    def __init__(self, map_: _Map, rec: Any):
+        # ``rec`` is the parser's record of the tensor info (``_native.TensorRecord``).
+        self.name: str = rec.name
+        self.tensor_type: Any = tensor_type(rec.ggml_type)
+        self.n_elements: int = rec.n_elements
+        self.n_bytes: int | None = rec.n_bytes
+        self.data_offset: int = rec.data_offset
         self._map = map_
-        self._row = row
+        self._rec = rec
         self._field: ReaderField | None = None
         self._data: Any = None
 
@@ -267,7 +292,7 @@ class ReaderTensor:
         """The tensor info: parts name length, name, n_dims, dims, type, offset; data
         ``[1, 3, 4, 5]``."""
         if self._field is None:
-            self._field = self._map.tensor_field(self._row)
+            self._field = self._map.tensor_field(self._rec)
         return self._field
 
     @property
@@ -279,7 +304,7 @@ class ReaderTensor:
     def data(self) -> npt.NDArray[Any]:
         """The tensor's bytes in the file map, in the logical shape."""
         if self._data is None:
-            self._data = self._map.tensor_data(self._row, self.shape)
+            self._data = self._map.tensor_data(self._rec, self.shape)
         return self._data
 
     def __iter__(self) -> Iterator[Any]:
@@ -322,7 +347,7 @@ class GGUFReader:
         header = _native.read_header(name)
         self._header = header
         self._path = name
-        self.data = np.memmap(name, mode=mode)
+        self.data = _map_file(header, name, mode)
         if self.data.size != header.file_size:
             raise _gguf_error(
                 f"the file changed while it was opened ({header.file_size} bytes, then {self.data.size})",
@@ -348,8 +373,8 @@ class GGUFReader:
         fields["GGUF.version"] = ReaderField(4, "GGUF.version", [m.view(4, u32, 1)], [0], [v_type.UINT32])
         fields["GGUF.tensor_count"] = ReaderField(8, "GGUF.tensor_count", [m.view(8, u64, 1)], [0], [v_type.UINT64])
         fields["GGUF.kv_count"] = ReaderField(16, "GGUF.kv_count", [m.view(16, u64, 1)], [0], [v_type.UINT64])
-        for index, row in enumerate(header.kvs()):
-            fields[row[1]] = m.kv_field(index, row)
+        for index, rec in enumerate(header.kvs()):
+            fields[rec.key] = m.kv_field(index, rec)
         self.fields = fields
 
         align = fields.get("general.alignment")
@@ -370,7 +395,7 @@ class GGUFReader:
     def tensors(self) -> list[ReaderTensor]:
         """Every tensor in directory order (made on first access)."""
         if self._tensors is None:
-            self._tensors = [ReaderTensor(self._map, row) for row in self._header.tensors()]
+            self._tensors = [ReaderTensor(self._map, rec) for rec in self._header.tensors()]
         return self._tensors
 
     @tensors.setter
@@ -410,10 +435,11 @@ class _Map:
     def u8_view(self, offset: int, count: int) -> npt.NDArray[np.uint8]:
         return self.u8[offset : offset + count]
 
-    def kv_field(self, index: int, row: tuple[Any, ...]) -> ReaderField:
-        offset, key, vtype, _value_off, value_len, elem, count = row
-        klen = len(key.encode("utf-8"))
-        vstart = offset + 12 + klen
+    def kv_field(self, index: int, rec: Any) -> ReaderField:
+        # Every offset is the parser's (an absolute span), none is recomputed here.
+        offset, key, vtype = rec.offset, rec.key, rec.value_type
+        key_at, klen, type_at = rec.key_offset, rec.key_len, rec.type_offset
+        vstart, payload, value_len = rec.value_offset, rec.payload_offset, rec.payload_len
         dts = self.dtypes
         u32, u64 = dts[4], dts[10]
         # The closures below hold the map, never the reader (no reference cycle: a reader and
@@ -426,8 +452,8 @@ class _Map:
             if i == 0:
                 return view(offset, u64, 1)
             if i == 1:
-                return u8_view(offset + 8, klen)
-            return view(offset + 8 + klen, u32, 1)
+                return u8_view(key_at, klen)
+            return view(type_at, u32, 1)
 
         if vtype == _STRING:
 
@@ -437,7 +463,7 @@ class _Map:
                         return key_part(i)
                     if i == 3:
                         return view(vstart, u64, 1)
-                    return u8_view(vstart + 8, value_len)
+                    return u8_view(payload, value_len)
 
                 return _Parts(5, part), [4], [vt.STRING]
 
@@ -448,19 +474,19 @@ class _Map:
 
             def make() -> tuple[Any, Any, Any]:
                 def part(i: int) -> npt.NDArray[Any]:
-                    return key_part(i) if i < 3 else view(vstart, dt, 1)
+                    return key_part(i) if i < 3 else view(payload, dt, 1)
 
                 return _Parts(4, part), [3], [vt(vtype)]
 
             return ReaderField(offset, key, _make=make)
 
+        elem, count, count_at = rec.elem_type, rec.count, rec.count_offset
         types = [vt.ARRAY, vt(elem)] if count else [vt.ARRAY]
-        payload = vstart + 12
 
         def head_part(i: int) -> npt.NDArray[Any]:
             if i < 3:
                 return key_part(i)
-            return view(vstart, u32, 1) if i == 3 else view(vstart + 4, u64, 1)
+            return view(vstart, u32, 1) if i == 3 else view(count_at, u64, 1)
 
         if elem in dts:
             edt = dts[elem]
@@ -529,25 +555,22 @@ class _Map:
 
         return ReaderField(offset, key, _make=make)
 
-    def tensor_field(self, row: tuple[Any, ...]) -> ReaderField:
-        start, name, name_len, n_dims = row[0], row[1], row[2], row[3]
+    def tensor_field(self, rec: Any) -> ReaderField:
         dts = self.dtypes
         u32, u64 = dts[4], dts[10]
-        ndims_at = start + 8 + name_len
-        dims_at = ndims_at + 4
-        type_at = dims_at + 8 * n_dims
         parts = [
-            self.view(start, u64, 1),
-            self.u8_view(start + 8, name_len),
-            self.view(ndims_at, u32, 1),
-            self.view(dims_at, u64, n_dims),
-            self.view(type_at, u32, 1),
-            self.view(type_at + 4, u64, 1),
+            self.view(rec.offset, u64, 1),
+            self.u8_view(rec.name_offset, rec.name_len),
+            self.view(rec.n_dims_offset, u32, 1),
+            self.view(rec.dims_offset, u64, rec.n_dims),
+            self.view(rec.type_offset, u32, 1),
+            self.view(rec.offset_offset, u64, 1),
         ]
-        return ReaderField(start, name, parts, [1, 3, 4, 5])
+        return ReaderField(rec.offset, rec.name, parts, [1, 3, 4, 5])
 
-    def tensor_data(self, row: tuple[Any, ...], dims: npt.NDArray[Any]) -> npt.NDArray[Any]:
-        (_, name, _, _, code, _, abs_off, n_elem, nbytes, block, tsize) = row
+    def tensor_data(self, rec: Any, dims: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        name, code, abs_off, nbytes = rec.name, rec.ggml_type, rec.data_offset, rec.n_bytes
+        block, tsize = rec.block_size, rec.type_size
         if nbytes is None:
             raise _gguf_error(
                 f"tensor {name!r} has ggml type {code}, which this reader does not know, so its "

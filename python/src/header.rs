@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use sipllm_gguf::{Endian, Gguf, ParseOptions, Profile, ValueType, WarningKind};
 use sipllm_streaming::HeaderBytes;
-use sipllm_streaming::{Backend, FileBacking, OpenOptions, StreamError};
+use sipllm_streaming::{Backend, FileBacking, OpenOptions};
 
 use crate::errors::{Diag, gguf_error, stream_error};
 
@@ -41,17 +41,9 @@ pub(crate) struct Header {
     /// The file it was read from, open, holding the shared lock `FileBacking::open` takes
     /// (the one `sipllm_gguf.open` holds): while the `GGUFReader` keeps this header, an
     /// in-place header rewrite (`sipllm edit --in-place`) is refused instead of rewriting
-    /// the header under the reader's map.
-    _lock: FileBacking,
-}
-
-fn header_of(
-    path: &str,
-    options: &OpenOptions,
-) -> Result<(Gguf<HeaderBytes>, FileBacking), StreamError> {
-    let backing = FileBacking::open(path, Backend::Pread)?;
-    let (gguf, _) = sipllm_streaming::read_header(&backing, Some(Path::new(path)), options)?;
-    Ok((gguf, backing))
+    /// the header under the reader's map. The reader maps this same open file
+    /// ([`Header::fileno`]), not whatever the path names by then.
+    file: FileBacking,
 }
 
 /// Reads and parses the header of the GGUF file at `path`.
@@ -68,13 +60,20 @@ pub(crate) fn read_header(
 ) -> PyResult<Header> {
     let profile = if compat { Profile::Strict } else { crate::model::parse_profile(profile)? };
     let strict = OpenOptions::default().with_parse(ParseOptions::new(profile));
-    let first = py.detach(|| header_of(path, &strict));
-    let (gguf, backing) = match first {
-        Ok(ok) => ok,
+    // The file is opened once: the parse, the rare lenient re-parse and the lock all use this
+    // one open file (its header bytes are read again only for the re-parse).
+    let backing = py
+        .detach(|| FileBacking::open(path, Backend::Pread))
+        .map_err(|e| stream_error(py, &e, path))?;
+    let parse = |options: &OpenOptions| {
+        py.detach(|| sipllm_streaming::read_header(&backing, Some(Path::new(path)), options))
+            .map(|(gguf, _)| gguf)
+    };
+    let gguf = match parse(&strict) {
+        Ok(gguf) => gguf,
         Err(e) if compat && e.parse_error().is_some_and(|p| GGUF_PY_READS.contains(&p.code())) => {
             let lenient = strict.with_parse(ParseOptions::new(Profile::Lenient));
-            let (gguf, backing) =
-                py.detach(|| header_of(path, &lenient)).map_err(|e| stream_error(py, &e, path))?;
+            let gguf = parse(&lenient).map_err(|e| stream_error(py, &e, path))?;
             // The lenient profile tolerates more than gguf-py reads (duplicate keys, a bad
             // alignment, …): those stay errors, reported where the strict parse would.
             let refused = gguf.warnings().iter().find(|w| {
@@ -85,21 +84,80 @@ pub(crate) fn read_header(
                 diag.severity = "error";
                 return Err(gguf_error(py, &diag, Some(path)));
             }
-            (gguf, backing)
+            gguf
         }
         Err(e) => return Err(stream_error(py, &e, path)),
     };
-    Ok(Header { gguf, file_size: backing.len(), _lock: backing })
+    Ok(Header { gguf, file_size: backing.len(), file: backing })
 }
 
-/// One key/value pair: (offset, key, value type, value offset, value length, element type,
-/// element count); the last two are `None` for non-arrays.
-type KvRow = (u64, String, u32, u64, u64, Option<u32>, Option<u64>);
+/// One key/value pair, by the spans the parser computed: every offset is absolute, into the
+/// file the reader maps, so Python makes gguf-py's views without recomputing a layout.
+#[pyclass(frozen, get_all, module = "sipllm_gguf._native")]
+#[derive(Debug)]
+pub(crate) struct KvRecord {
+    /// Where the pair starts: the key's length field (gguf-py's `ReaderField.offset`).
+    offset: u64,
+    /// The key (invalid UTF-8 replaced).
+    key: String,
+    /// Where the key's bytes start.
+    key_offset: u64,
+    /// The key's length in bytes.
+    key_len: u64,
+    /// Where the value type word is.
+    type_offset: u64,
+    /// The value type (`GGUFValueType` code).
+    value_type: u32,
+    /// Where the value starts: a scalar, a string's length field, an array's element type.
+    value_offset: u64,
+    /// The payload: a scalar's bytes, a string's bytes, an array's elements.
+    payload_offset: u64,
+    /// The payload's length in bytes.
+    payload_len: u64,
+    /// For arrays: where the element count is, the element type and the count.
+    count_offset: Option<u64>,
+    elem_type: Option<u32>,
+    count: Option<u64>,
+}
 
-/// One tensor info: (offset, name, name length, n_dims, type code, relative offset, absolute
-/// offset, element count, nbytes, block size, type size); the last three are `None` for types
-/// this parser does not know.
-type TensorRow = (u64, String, u64, u32, u32, u64, u64, u64, Option<u64>, Option<u64>, Option<u64>);
+/// One tensor info, by the spans the parser computed (absolute offsets), with the size the
+/// parser derived; the last three are `None` for a ggml type this parser does not know.
+#[pyclass(frozen, get_all, module = "sipllm_gguf._native")]
+#[derive(Debug)]
+pub(crate) struct TensorRecord {
+    /// Where the info starts: the name's length field.
+    offset: u64,
+    /// The name (invalid UTF-8 replaced).
+    name: String,
+    /// Where the name's bytes start.
+    name_offset: u64,
+    /// The name's length in bytes.
+    name_len: u64,
+    /// Where `n_dims` is.
+    n_dims_offset: u64,
+    n_dims: u32,
+    /// Where the dimensions (u64 each) start.
+    dims_offset: u64,
+    /// Where the ggml type word is.
+    type_offset: u64,
+    /// The ggml type code.
+    ggml_type: u32,
+    /// Where the relative data offset is.
+    offset_offset: u64,
+    /// The absolute offset of the tensor's data.
+    data_offset: u64,
+    n_elements: u64,
+    n_bytes: Option<u64>,
+    block_size: Option<u64>,
+    type_size: Option<u64>,
+}
+
+/// `base + add`, for offsets inside a parsed header (they fit; checked all the same).
+fn at(base: u64, add: u64) -> PyResult<u64> {
+    base.checked_add(add).ok_or_else(|| {
+        pyo3::exceptions::PyOverflowError::new_err("an offset past the end of the address space")
+    })
+}
 
 /// One numpy view of a `parts` entry: (absolute offset, value type code, element count).
 type PartRow = (u64, u32, u64);
@@ -136,6 +194,14 @@ impl Header {
         self.gguf.directory().directory_end()
     }
 
+    /// The descriptor of the open (and locked) file the header was parsed from, for the
+    /// reader's `numpy.memmap`: the views are then of the bytes this header describes.
+    #[cfg(unix)]
+    fn fileno(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.file.file().as_raw_fd()
+    }
+
     /// Size of the file when it was read.
     #[getter]
     fn file_size(&self) -> u64 {
@@ -151,45 +217,65 @@ impl Header {
     }
 
     /// Every key/value pair in file order.
-    fn kvs(&self) -> Vec<KvRow> {
+    fn kvs(&self) -> PyResult<Vec<KvRecord>> {
         self.gguf
             .directory()
             .kvs()
             .iter()
             .map(|kv| {
                 let head = kv.array_head();
-                (
-                    kv.span().offset,
-                    self.gguf.key(kv).to_string_lossy().into_owned(),
-                    kv.value_type().code(),
-                    kv.value_span().offset,
-                    kv.value_span().len,
-                    head.map(|h| h.elem_type.code()),
-                    head.map(|h| h.len),
-                )
+                let key = kv.key_span();
+                let value = kv.value_span();
+                // The key's bytes end at the value type word (u32); the value follows it.
+                let value_offset = at(key.end(), 4)?;
+                Ok(KvRecord {
+                    offset: kv.span().offset,
+                    key: self.gguf.key(kv).to_string_lossy().into_owned(),
+                    key_offset: key.offset,
+                    key_len: key.len,
+                    type_offset: key.end(),
+                    value_type: kv.value_type().code(),
+                    value_offset,
+                    payload_offset: value.offset,
+                    payload_len: value.len,
+                    // An array's head: the element type (u32), then the count.
+                    count_offset: head.map(|_| at(value_offset, 4)).transpose()?,
+                    elem_type: head.map(|h| h.elem_type.code()),
+                    count: head.map(|h| h.len),
+                })
             })
             .collect()
     }
 
     /// Every tensor info in directory order.
-    fn tensors(&self) -> Vec<TensorRow> {
+    fn tensors(&self) -> PyResult<Vec<TensorRecord>> {
         self.gguf
             .tensors()
             .map(|t| {
                 let ty = t.info.ggml_type();
-                (
-                    t.info.span().offset,
-                    t.name.to_string_lossy().into_owned(),
-                    t.info.name_span().len,
-                    t.info.dims().len() as u32,
-                    ty.code(),
-                    t.info.offset(),
-                    t.info.abs_offset(),
-                    t.info.element_count(),
-                    t.info.nbytes(),
-                    ty.block_size(),
-                    ty.type_size(),
-                )
+                let name = t.info.name_span();
+                let n_dims = t.info.dims().len() as u64;
+                // After the name: n_dims (u32), the dims (u64 each), the type (u32), the
+                // relative offset (u64).
+                let dims_offset = at(name.end(), 4)?;
+                let type_offset = at(dims_offset, n_dims.saturating_mul(8))?;
+                Ok(TensorRecord {
+                    offset: t.info.span().offset,
+                    name: t.name.to_string_lossy().into_owned(),
+                    name_offset: name.offset,
+                    name_len: name.len,
+                    n_dims_offset: name.end(),
+                    n_dims: n_dims as u32,
+                    dims_offset,
+                    type_offset,
+                    ggml_type: ty.code(),
+                    offset_offset: at(type_offset, 4)?,
+                    data_offset: t.info.abs_offset(),
+                    n_elements: t.info.element_count(),
+                    n_bytes: t.info.nbytes(),
+                    block_size: ty.block_size(),
+                    type_size: ty.type_size(),
+                })
             })
             .collect()
     }

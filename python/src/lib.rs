@@ -39,6 +39,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("GGUFError", m.py().get_type::<errors::GGUFError>())?;
     m.add("UnsupportedTypeError", errors::unsupported_type_error(m.py())?)?;
     m.add_class::<header::Header>()?;
+    m.add_class::<header::KvRecord>()?;
+    m.add_class::<header::TensorRecord>()?;
     m.add_class::<model::Model>()?;
     m.add_class::<strings::StrSeq>()?;
     m.add_class::<strings::StrSeqIter>()?;

@@ -101,7 +101,7 @@ impl Finding {
         }
         // A remote failure: its own code and help (the URL, status and hop are in the message).
         if let Some(r) = crate::open::remote_error(e) {
-            return Finding { help: r.help(), code: r.code(), ..Finding::from_error(e) };
+            return Finding { help: r.help().into(), code: r.code(), ..Finding::from_error(e) };
         }
         match e {
             StreamError::UnknownMagic { found, .. } => {

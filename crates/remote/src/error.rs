@@ -5,6 +5,8 @@
 use std::fmt;
 use std::io;
 
+use sipllm_streaming::Kind;
+
 use crate::redact::redact;
 
 /// What went wrong, by who is at fault: the URL given, the network, or the server.
@@ -91,7 +93,7 @@ pub enum RemoteErrorKind {
 }
 
 impl RemoteErrorKind {
-    /// The stable code.
+    /// The stable code (`remote::range_ignored`, …); [`RemoteError`]'s [`Kind::code`].
     pub fn code(&self) -> &'static str {
         match self {
             RemoteErrorKind::BadUrl { .. } => "remote::bad_url",
@@ -208,76 +210,6 @@ impl RemoteError {
         self
     }
 
-    /// The stable code (`remote::range_ignored`, …).
-    pub fn code(&self) -> &'static str {
-        self.kind.code()
-    }
-
-    /// How to fix it.
-    pub fn help(&self) -> String {
-        match (&self.kind, self.status) {
-            (RemoteErrorKind::BadUrl { .. }, _) => "use http://HOST/PATH, https://HOST/PATH or \
-                hf://OWNER/REPO/PATH[@REVISION] (the Hub's endpoint from HF_ENDPOINT)"
-                .into(),
-            (RemoteErrorKind::Unsupported { .. }, _) => "rebuild with `--features object-store` \
-                (cargo install sipllm-cli --features object-store), or use the object's \
-                https:// or presigned URL"
-                .into(),
-            (RemoteErrorKind::Connect { .. }, _) => {
-                "check the host name, the port and the network; the request was retried".into()
-            }
-            (RemoteErrorKind::Timeout { .. }, _) => "the server is too slow or stalled; try \
-                again later, or download the file and open it locally"
-                .into(),
-            (RemoteErrorKind::OpenTimeout { .. }, _) => "the server sends the header too \
-                slowly (or a set has very many shards); try again later, raise \
-                HttpOptions::open_deadline, or download the file and open it locally"
-                .into(),
-            (RemoteErrorKind::Status, Some(401 | 403)) => "the server refused access: for a \
-                gated or private Hub repository set HF_TOKEN to a token that can read it; a \
-                presigned URL may have expired"
-                .into(),
-            (RemoteErrorKind::Status, Some(404)) => {
-                "no such object: check the URL, the repository, the path and the revision".into()
-            }
-            (RemoteErrorKind::Status, Some(429 | 500..=599)) => {
-                "the server is overloaded or failing (retried with backoff); try again later".into()
-            }
-            (RemoteErrorKind::Status, _) => "check the URL".into(),
-            (RemoteErrorKind::RangeIgnored, _) => "this server cannot serve parts of a file; \
-                nothing more was read from it. Download the file (curl -o) and open it locally"
-                .into(),
-            (RemoteErrorKind::BadContentRange { .. } | RemoteErrorKind::UnknownSize, _) => {
-                "the server's range support is broken (a proxy or CDN rewriting responses?); \
-                 download the file and open it locally"
-                    .into()
-            }
-            (RemoteErrorKind::ShortBody { .. }, _) => "the connection kept breaking mid-body \
-                (retried from where it stopped); try again later"
-                .into(),
-            (RemoteErrorKind::RangeNotSatisfiable, _) => "the object is shorter than the server \
-                first said, or changed: open it again"
-                .into(),
-            (RemoteErrorKind::Changed { .. }, _) => "the object was replaced while it was read; \
-                no bytes of two versions were mixed. Open it again (pin a Hub revision with \
-                @COMMIT to avoid this)"
-                .into(),
-            (RemoteErrorKind::Encoded { .. }, _) => "the server (or a proxy) compresses \
-                responses regardless of Accept-Encoding; byte ranges of it cannot be trusted"
-                .into(),
-            (RemoteErrorKind::TooManyRedirects { .. }, _) => {
-                "the URL redirects in a loop or through too many hops; use the final URL".into()
-            }
-            (RemoteErrorKind::BadRedirect { .. }, _) => {
-                "use the final URL directly if you trust it".into()
-            }
-            (RemoteErrorKind::ObjectStore { .. }, _) => "check the bucket, the key and the \
-                credentials in the environment (AWS_*, GOOGLE_*, AZURE_* as object_store reads \
-                them)"
-                .into(),
-        }
-    }
-
     /// Wraps this in an [`io::Error`] (kind `TimedOut` for timeouts, `Other` otherwise).
     pub fn into_io(self) -> io::Error {
         let kind = match self.kind {
@@ -336,6 +268,90 @@ impl fmt::Display for RemoteError {
 
 impl std::error::Error for RemoteError {}
 
+/// The shared contract of every error kind: a stable `remote::…` code and a help text, so
+/// the CLI renders a remote failure as it renders the parser's and the write side's.
+impl Kind for RemoteError {
+    /// The stable code (`remote::range_ignored`, …).
+    fn code(&self) -> &'static str {
+        self.kind.code()
+    }
+
+    /// How to fix it; the HTTP status picks among the `remote::status` helps.
+    fn help(&self) -> &'static str {
+        match (&self.kind, self.status) {
+            (RemoteErrorKind::BadUrl { .. }, _) => {
+                "use http://HOST/PATH, https://HOST/PATH or \
+                hf://OWNER/REPO/PATH[@REVISION] (the Hub's endpoint from HF_ENDPOINT)"
+            }
+            (RemoteErrorKind::Unsupported { .. }, _) => {
+                "rebuild with `--features object-store` \
+                (cargo install sipllm-cli --features object-store), or use the object's \
+                https:// or presigned URL"
+            }
+            (RemoteErrorKind::Connect { .. }, _) => {
+                "check the host name, the port and the network; the request was retried"
+            }
+            (RemoteErrorKind::Timeout { .. }, _) => {
+                "the server is too slow or stalled; try \
+                again later, or download the file and open it locally"
+            }
+            (RemoteErrorKind::OpenTimeout { .. }, _) => {
+                "the server sends the header too \
+                slowly (or a set has very many shards); try again later, raise \
+                HttpOptions::open_deadline, or download the file and open it locally"
+            }
+            (RemoteErrorKind::Status, Some(401 | 403)) => {
+                "the server refused access: for a \
+                gated or private Hub repository set HF_TOKEN to a token that can read it; a \
+                presigned URL may have expired"
+            }
+            (RemoteErrorKind::Status, Some(404)) => {
+                "no such object: check the URL, the repository, the path and the revision"
+            }
+            (RemoteErrorKind::Status, Some(429 | 500..=599)) => {
+                "the server is overloaded or failing (retried with backoff); try again later"
+            }
+            (RemoteErrorKind::Status, _) => "check the URL",
+            (RemoteErrorKind::RangeIgnored, _) => {
+                "this server cannot serve parts of a file; \
+                nothing more was read from it. Download the file (curl -o) and open it locally"
+            }
+            (RemoteErrorKind::BadContentRange { .. } | RemoteErrorKind::UnknownSize, _) => {
+                "the server's range support is broken (a proxy or CDN rewriting responses?); \
+                 download the file and open it locally"
+            }
+            (RemoteErrorKind::ShortBody { .. }, _) => {
+                "the connection kept breaking mid-body \
+                (retried from where it stopped); try again later"
+            }
+            (RemoteErrorKind::RangeNotSatisfiable, _) => {
+                "the object is shorter than the server \
+                first said, or changed: open it again"
+            }
+            (RemoteErrorKind::Changed { .. }, _) => {
+                "the object was replaced while it was read; \
+                no bytes of two versions were mixed. Open it again (pin a Hub revision with \
+                @COMMIT to avoid this)"
+            }
+            (RemoteErrorKind::Encoded { .. }, _) => {
+                "the server (or a proxy) compresses \
+                responses regardless of Accept-Encoding; byte ranges of it cannot be trusted"
+            }
+            (RemoteErrorKind::TooManyRedirects { .. }, _) => {
+                "the URL redirects in a loop or through too many hops; use the final URL"
+            }
+            (RemoteErrorKind::BadRedirect { .. }, _) => {
+                "use the final URL directly if you trust it"
+            }
+            (RemoteErrorKind::ObjectStore { .. }, _) => {
+                "check the bucket, the key and the \
+                credentials in the environment (AWS_*, GOOGLE_*, AZURE_* as object_store reads \
+                them)"
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -354,5 +370,69 @@ mod tests {
         let io = e.clone().into_io();
         assert_eq!(RemoteError::from_io(&io), Some(&e));
         assert_eq!(RemoteError::find_in(&io), Some(&e));
+    }
+
+    /// One of every kind. The match below has no `_` arm, so a new kind does not compile
+    /// until it is listed here too, and so is checked by the test below.
+    fn every_kind() -> Vec<RemoteErrorKind> {
+        use std::time::Duration;
+        let all = vec![
+            RemoteErrorKind::BadUrl { why: "w".into() },
+            RemoteErrorKind::Unsupported { scheme: "s3".into() },
+            RemoteErrorKind::Connect { detail: "d".into() },
+            RemoteErrorKind::Timeout { what: "read".into() },
+            RemoteErrorKind::OpenTimeout { limit: Duration::from_secs(1) },
+            RemoteErrorKind::Status,
+            RemoteErrorKind::RangeIgnored,
+            RemoteErrorKind::BadContentRange { asked: "bytes=0-1".into(), found: String::new() },
+            RemoteErrorKind::ShortBody { got: 1, expected: 2 },
+            RemoteErrorKind::UnknownSize,
+            RemoteErrorKind::RangeNotSatisfiable,
+            RemoteErrorKind::Changed { pinned: "a".into(), found: "b".into() },
+            RemoteErrorKind::Encoded { encoding: "gzip".into() },
+            RemoteErrorKind::TooManyRedirects { max: 5 },
+            RemoteErrorKind::BadRedirect { why: "w".into() },
+            RemoteErrorKind::ObjectStore { detail: "d".into() },
+        ];
+        for k in &all {
+            match k {
+                RemoteErrorKind::BadUrl { .. }
+                | RemoteErrorKind::Unsupported { .. }
+                | RemoteErrorKind::Connect { .. }
+                | RemoteErrorKind::Timeout { .. }
+                | RemoteErrorKind::OpenTimeout { .. }
+                | RemoteErrorKind::Status
+                | RemoteErrorKind::RangeIgnored
+                | RemoteErrorKind::BadContentRange { .. }
+                | RemoteErrorKind::ShortBody { .. }
+                | RemoteErrorKind::UnknownSize
+                | RemoteErrorKind::RangeNotSatisfiable
+                | RemoteErrorKind::Changed { .. }
+                | RemoteErrorKind::Encoded { .. }
+                | RemoteErrorKind::TooManyRedirects { .. }
+                | RemoteErrorKind::BadRedirect { .. }
+                | RemoteErrorKind::ObjectStore { .. } => {}
+            }
+        }
+        all
+    }
+
+    #[test]
+    fn every_code_is_remote_shaped_unique_and_helped() {
+        let mut seen = std::collections::BTreeSet::new();
+        for kind in every_kind() {
+            let e = RemoteError::new(kind.clone());
+            // Through the shared trait, as the CLI renders every error kind.
+            let shared: &dyn Kind = &e;
+            let code = shared.code();
+            let name = code.strip_prefix("remote::").unwrap_or_else(|| panic!("{code}"));
+            assert!(
+                !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{code} is not remote::snake_case"
+            );
+            assert!(seen.insert(code), "{code} is used by two kinds ({kind:?})");
+            assert!(!shared.help().is_empty(), "{code} has no help");
+        }
+        assert_eq!(seen.len(), every_kind().len());
     }
 }

@@ -54,4 +54,6 @@ pub use http::{HttpOptions, HttpSource, HttpStats};
 #[cfg(feature = "object-store")]
 pub use object::ObjectSource;
 pub use open::{RemoteModel, fetch_to_file, open_any, open_model, open_source};
+/// The shared error contract ([`RemoteError`] implements it: `code()`, `help()`).
+pub use sipllm_streaming::Kind;
 pub use url::{HttpUrl, RemoteUrl, is_remote};

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use sipllm_gguf::GgmlType;
 use sipllm_remote::test_server::{Body, Fault, ServerOptions, TestServer};
-use sipllm_remote::{HttpOptions, HttpSource, HttpUrl, RemoteError, RemoteUrl, open_model};
+use sipllm_remote::{HttpOptions, HttpSource, HttpUrl, Kind, RemoteError, RemoteUrl, open_model};
 use sipllm_streaming::{OpenOptions, ReadAt, WeightSource};
 use sipllm_testkit::{GgufBuilder, Value};
 

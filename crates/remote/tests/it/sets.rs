@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use sipllm_gguf::GgmlType;
 use sipllm_remote::test_server::{Body, Fault, ServerOptions, TestServer};
-use sipllm_remote::{HttpOptions, RemoteError, RemoteUrl, open_model};
+use sipllm_remote::{HttpOptions, Kind, RemoteError, RemoteUrl, open_model};
 use sipllm_streaming::{OpenOptions, WeightSource};
 use sipllm_testkit::{GgufBuilder, Value};
 
