@@ -35,7 +35,7 @@ pub fn run(args: &InspectArgs, ctx: &Ctx) -> io::Result<Exit> {
             Err(e) => return Ok(report_open_error(SAMPLE_NAME.as_ref(), &e, ctx)),
         },
     };
-    let view = View::of(&opened);
+    let view = crate::view::of(&opened);
     let config = crate::view::config(&opened);
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());

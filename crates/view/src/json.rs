@@ -14,8 +14,8 @@ use serde::{Serialize, Serializer};
 use sha2::{Digest, Sha256};
 use sipllm_model::config::{ConfigError, ModelConfig, PerLayer, SlidingWindowPattern};
 
-use crate::render::escape::is_unsafe_char;
-use crate::view::{Arr, Entry, SetFile, TensorRow, Val, View, WarningRow, weights};
+use crate::escape::is_unsafe_char;
+use crate::{Arr, Entry, SetFile, TensorRow, Val, View, WarningRow, weights};
 
 /// A serde_json formatter that writes compact JSON and additionally escapes, as `\uXXXX`, the
 /// characters JSON allows raw but a terminal would act on (DEL, C1 controls, bidi overrides,
@@ -250,7 +250,7 @@ impl<'v> SummaryDoc<'v> {
             types: by_type
                 .iter()
                 .map(|(ty, w)| TypeDoc {
-                    ggml_type: crate::render::value::type_name(*ty),
+                    ggml_type: crate::type_name(*ty),
                     tensors: w.tensors,
                     parameters: w.params,
                     bytes: (w.unknown_size == 0).then_some(w.bytes),
@@ -462,7 +462,7 @@ struct GgmlTypeName(sipllm_gguf::GgmlType);
 
 impl Serialize for GgmlTypeName {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&crate::render::value::type_name(self.0))
+        s.serialize_str(&crate::type_name(self.0))
     }
 }
 
