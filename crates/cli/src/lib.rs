@@ -142,6 +142,7 @@ where
         Command::Split(args) => commands::split::run(args, &ctx),
         Command::Merge(args) => commands::merge::run(args, &ctx),
         Command::Diff(args) => commands::diff::run(args, &ctx),
+        Command::Web(args) => commands::web::run(args, &ctx),
     };
     match result {
         Ok(exit) => exit.into(),
