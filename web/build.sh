@@ -25,7 +25,7 @@ fi
 
 target_dir=${CARGO_TARGET_DIR:-target}
 cargo_home=${CARGO_HOME:-$HOME/.cargo}
-RUSTFLAGS="--remap-path-prefix=$PWD=/sipllm --remap-path-prefix=$cargo_home=/cargo" \
+RUSTFLAGS="-C target-feature=+simd128 --remap-path-prefix=$PWD=/sipllm --remap-path-prefix=$cargo_home=/cargo" \
   cargo build --quiet -p sipllm-web --target wasm32-unknown-unknown --profile web
 
 out=web/static/pkg

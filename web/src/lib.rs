@@ -102,19 +102,32 @@ impl<S: ReadAt> Readahead<S> {
 
 impl<S: ReadAt> ReadAt for Readahead<S> {
     fn read_exact_at(&self, offset: u64, dst: &mut [u8]) -> io::Result<()> {
-        let len = dst.len() as u64;
-        ShortRead::check(offset, len, self.inner.len()).map_err(ShortRead::into_io)?;
+        ShortRead::check(offset, dst.len() as u64, self.inner.len()).map_err(ShortRead::into_io)?;
         // A poisoned lock only means a read panicked: the block is still bytes of the source.
         let mut block = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let end = block.start.saturating_add(block.bytes.len() as u64);
-        if offset < block.start || offset.saturating_add(len) > end {
+        let (mut offset, mut dst) = (offset, dst);
+        loop {
+            let end = block.start.saturating_add(block.bytes.len() as u64);
+            // What the block holds of the read: served from it. A read that runs past its
+            // end continues at the end, where the next block of the run starts.
+            if (block.start..end).contains(&offset) {
+                let from = usize::try_from(offset - block.start).map_err(io::Error::other)?;
+                let have = block.bytes.get(from..).unwrap_or_default();
+                let n = have.len().min(dst.len());
+                let (now, rest) = std::mem::take(&mut dst).split_at_mut(n);
+                now.copy_from_slice(have.get(..n).unwrap_or_default());
+                (offset, dst) = (offset + n as u64, rest);
+            }
+            if dst.is_empty() {
+                return Ok(());
+            }
             let follows = offset == end && !block.bytes.is_empty();
             let (run_start, span) = if follows {
                 (block.run_start, (end - block.run_start).clamp(FIRST_BLOCK, MAX_BLOCK))
             } else {
                 (offset, FIRST_BLOCK)
             };
-            let span = span.max(len).min(self.inner.len() - offset);
+            let span = span.max(dst.len() as u64).min(self.inner.len() - offset);
             let size = usize::try_from(span).map_err(io::Error::other)?;
             let mut bytes = std::mem::take(&mut block.bytes);
             bytes.clear();
@@ -123,10 +136,6 @@ impl<S: ReadAt> ReadAt for Readahead<S> {
             self.inner.read_exact_at(offset, &mut bytes)?;
             *block = Block { start: offset, bytes, run_start };
         }
-        let from = usize::try_from(offset - block.start).map_err(io::Error::other)?;
-        let src = block.bytes.get(from..).and_then(|b| b.get(..dst.len()));
-        dst.copy_from_slice(src.ok_or_else(|| io::Error::other("readahead block too short"))?);
-        Ok(())
     }
 
     fn len(&self) -> u64 {
@@ -177,8 +186,8 @@ const RENDER_WIDTH: usize = 100;
 
 /// Opens `source` as `sipllm inspect` does and reports, as one line of JSON:
 ///
-/// * `inspect`: the `sipllm inspect --json --array-limit ARRAY_LIMIT` document (`null` when
-///   the file does not parse),
+/// * `inspect`: the `sipllm inspect --json --array-limit ARRAY_LIMIT` document without the
+///   arrays' `payload_sha256` ([`ArrayMode::Preview`]; `null` when the file does not parse),
 /// * `validate`: `valid`, `read_as` and the `findings` (`validate --format json`'s fields and
 ///   each finding's diagnostic drawn over its bytes),
 /// * `header`: the reads and bytes the header cost (`reads`, `bytes_read`, `data_offset`).
@@ -247,7 +256,7 @@ pub fn report(source: Arc<dyn ReadAt>, name: &str, array_limit: u64) -> String {
             let entries = view.entries.iter().collect();
             let tensors = Some(view.tensors.iter().collect());
             let doc =
-                InspectDoc::new(&view, &config, entries, tensors, ArrayMode::Limit(array_limit));
+                InspectDoc::new(&view, &config, entries, tensors, ArrayMode::Preview(array_limit));
             json_into(&mut out, &doc);
         }
         Err(_) => out.extend_from_slice(b"null"),

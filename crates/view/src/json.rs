@@ -66,6 +66,10 @@ pub enum ArrayMode {
     /// At most this many elements (`--array-limit N`; `--no-arrays` is 0), with the array's
     /// `payload_sha256` and, when elements were left out, `"truncated": true`.
     Limit(u64),
+    /// [`Limit`](Self::Limit) without `payload_sha256`: no pass over the elements not shown.
+    /// What the browser page shows (hashing a Llama-3 header's 7 MB of arrays was most of its
+    /// open time in wasm).
+    Preview(u64),
 }
 
 /// The `inspect --json` document.
@@ -174,8 +178,10 @@ impl Serialize for EntryDoc<'_, '_> {
         map.serialize_entry("len", &a.len)?;
         match self.1 {
             ArrayMode::Full => map.serialize_entry("value", &ValDoc(e.value))?,
-            ArrayMode::Limit(n) => {
-                map.serialize_entry("payload_sha256", &hex(&Sha256::digest(a.payload())))?;
+            ArrayMode::Limit(n) | ArrayMode::Preview(n) => {
+                if let ArrayMode::Limit(_) = self.1 {
+                    map.serialize_entry("payload_sha256", &hex(&Sha256::digest(a.payload())))?;
+                }
                 if n > 0 {
                     map.serialize_entry("value", &Limited(*a, n))?;
                 }

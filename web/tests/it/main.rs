@@ -88,6 +88,15 @@ fn reads_outside_the_block_start_a_new_run() {
     r.read_exact_at(3, &mut buf).unwrap();
     assert_eq!(buf[..], bytes[3..13]);
     assert_eq!(source.reads.load(Ordering::Relaxed), 2);
+    // A read running past the block's end takes the rest from the next block of the run.
+    let r = Readahead::new(source.clone());
+    let mut long = vec![0u8; 100_000];
+    r.read_exact_at(10, &mut long[..100]).unwrap();
+    let before = source.bytes.load(Ordering::Relaxed);
+    r.read_exact_at(60_000, &mut long).unwrap();
+    assert_eq!(long[..], bytes[60_000..160_000]);
+    let fetched = source.bytes.load(Ordering::Relaxed) - before;
+    assert_eq!(fetched, 160_000 - (10 + FIRST_BLOCK), "only the bytes past the block, once");
     // The end of the source clamps the block; past it is a short read.
     let mut tail = [0u8; 4];
     r.read_exact_at((1 << 20) - 4, &mut tail).unwrap();
