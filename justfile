@@ -88,3 +88,11 @@ miri:
     for only in v2. lenient-unknown; do
         MIRIFLAGS="$iso -Zmiri-env-set=SIPLLM_REPLAY_ONLY=$only" nice -n 19 cargo +nightly miri test -p sipllm-tests --test it fuzz_replay
     done
+
+# Build the browser page's wasm into web/static/pkg/ (commit it; docs/web.md)
+web-build:
+    bash web/build.sh
+
+# Serve the page (`sipllm web`) and run its browser tests (headless Chromium; docs/web.md)
+web-test:
+    python3 web/tests/test_browser.py

@@ -45,6 +45,11 @@ pub enum Command {
     Verify(VerifyArgs),
     /// Print a shell completion script (e.g. `sipllm completions bash > sipllm.bash`).
     Completions(CompletionsArgs),
+    /// Serve the GGUF inspector page on 127.0.0.1 and open it in the browser.
+    ///
+    /// The page reads a local file or a URL (?url=…) in the browser, header only: nothing is
+    /// uploaded. See docs/web.md.
+    Web(WebArgs),
     /// Edit a GGUF file's metadata and tensor names; tensor data is copied unchanged (or not
     /// touched at all with --in-place).
     ///
@@ -896,4 +901,16 @@ pub enum AuditFormat {
     Json,
     /// SARIF 2.1.0, for code-scanning tools.
     Sarif,
+}
+
+/// `sipllm web`.
+#[derive(Debug, Args)]
+pub struct WebArgs {
+    /// The port on 127.0.0.1 (0 picks a free one; the address is printed).
+    #[arg(long, default_value_t = 8421)]
+    pub port: u16,
+
+    /// Do not open the browser.
+    #[arg(long)]
+    pub no_open: bool,
 }

@@ -146,6 +146,7 @@ where
         Command::Diff(args) => commands::diff::run(args, &ctx),
         Command::Fit(args) => commands::fit::run(args, &ctx),
         Command::Template(args) => commands::template::run(args, &ctx),
+        Command::Web(args) => commands::web::run(args, &ctx),
     };
     match result {
         Ok(exit) => exit.into(),

@@ -45,7 +45,7 @@ pub fn run(args: &InspectArgs, ctx: &Ctx) -> io::Result<Exit> {
             let _ = io::stderr().write_all(renderer.render(&diag).as_bytes());
         }
     }
-    let view = View::of(&opened);
+    let view = crate::view::of(&opened);
     let config = crate::view::config(&opened);
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());

@@ -30,6 +30,7 @@ pub mod tensors;
 pub mod validate;
 pub mod values;
 pub mod verify;
+pub mod web;
 
 /// Opens `path`, or renders why it cannot be opened to standard error and returns the exit
 /// code (1 for an invalid file, 2 for an I/O error).

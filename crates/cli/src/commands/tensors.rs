@@ -9,7 +9,7 @@ use crate::cli::TensorsArgs;
 use crate::commands::inspect::tensor_table;
 use crate::commands::{compile_filter, keep, open_or_report};
 use crate::render::json::{TensorDoc, write_line};
-use crate::view::{TensorRow, View};
+use crate::view::TensorRow;
 use crate::{Ctx, Exit};
 
 /// Runs `tensors`.
@@ -25,7 +25,7 @@ pub fn run(args: &TensorsArgs, ctx: &Ctx) -> io::Result<Exit> {
     if args.stats {
         return crate::commands::values::stats(args, filter.as_ref(), &opened, ctx);
     }
-    let view = View::of(&opened);
+    let view = crate::view::of(&opened);
     let tensors: Vec<&TensorRow<'_>> =
         view.tensors.iter().filter(|t| keep(filter.as_ref(), t.name)).collect();
     let stdout = io::stdout();

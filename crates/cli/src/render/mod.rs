@@ -2,7 +2,8 @@
 //! window under diagnostics is the `sipllm-hexview` crate).
 
 pub mod edit;
-pub mod escape;
-pub mod json;
 pub mod table;
 pub mod value;
+
+// Escaping and the `inspect --json` records are shared with the browser page (sipllm-view).
+pub use sipllm_view::{escape, json};

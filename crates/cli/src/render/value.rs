@@ -116,14 +116,8 @@ fn elements(out: &mut String, a: &Arr<'_>, budget: Budget) {
     }
 }
 
-/// A ggml type's name as gguf-py prints it (`F32`, `Q4_K`, …); a code this build does not know
-/// as `unknown(N)` (removed codes keep their historical name).
-pub fn type_name(ty: sipllm_gguf::GgmlType) -> String {
-    match ty {
-        sipllm_gguf::GgmlType::Unknown(code) => format!("unknown({code})"),
-        ty => ty.name().to_owned(),
-    }
-}
+/// A ggml type's name as gguf-py prints it (`F32`, `Q4_K`, `unknown(N)`).
+pub use sipllm_view::type_name;
 
 /// `1234567` as `1,234,567` (the hex view's grouping, so both write counts alike).
 pub use sipllm_hexview::group;

@@ -14,8 +14,8 @@ use serde::{Serialize, Serializer};
 use sha2::{Digest, Sha256};
 use sipllm_model::config::{ConfigError, ModelConfig, PerLayer, SlidingWindowPattern};
 
-use crate::render::escape::{is_unsafe_char, may_escape};
-use crate::view::{Arr, Entry, SetFile, TensorRow, Val, View, WarningRow, weights};
+use crate::escape::{is_unsafe_char, may_escape};
+use crate::{Arr, Entry, SetFile, TensorRow, Val, View, WarningRow, weights};
 
 /// A serde_json formatter that writes compact JSON and additionally escapes, as `\uXXXX`, the
 /// characters JSON allows raw but a terminal would act on or not show (DEL, C1 controls, bidi
@@ -69,6 +69,10 @@ pub enum ArrayMode {
     /// At most this many elements (`--array-limit N`; `--no-arrays` is 0), with the array's
     /// `payload_sha256` and, when elements were left out, `"truncated": true`.
     Limit(u64),
+    /// [`Limit`](Self::Limit) without `payload_sha256`: no pass over the elements not shown.
+    /// What the browser page shows (hashing a Llama-3 header's 7 MB of arrays was most of its
+    /// open time in wasm).
+    Preview(u64),
 }
 
 /// The `inspect --json` document.
@@ -177,8 +181,10 @@ impl Serialize for EntryDoc<'_, '_> {
         map.serialize_entry("len", &a.len)?;
         match self.1 {
             ArrayMode::Full => map.serialize_entry("value", &ValDoc(e.value))?,
-            ArrayMode::Limit(n) => {
-                map.serialize_entry("payload_sha256", &hex(&Sha256::digest(a.payload())))?;
+            ArrayMode::Limit(n) | ArrayMode::Preview(n) => {
+                if let ArrayMode::Limit(_) = self.1 {
+                    map.serialize_entry("payload_sha256", &hex(&Sha256::digest(a.payload())))?;
+                }
                 if n > 0 {
                     map.serialize_entry("value", &Limited(*a, n))?;
                 }
@@ -253,7 +259,7 @@ impl<'v> SummaryDoc<'v> {
             types: by_type
                 .iter()
                 .map(|(ty, w)| TypeDoc {
-                    ggml_type: crate::render::value::type_name(*ty),
+                    ggml_type: crate::type_name(*ty),
                     tensors: w.tensors,
                     parameters: w.params,
                     bytes: (w.unknown_size == 0).then_some(w.bytes),
@@ -465,7 +471,7 @@ struct GgmlTypeName(sipllm_gguf::GgmlType);
 
 impl Serialize for GgmlTypeName {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&crate::render::value::type_name(self.0))
+        s.serialize_str(&crate::type_name(self.0))
     }
 }
 
