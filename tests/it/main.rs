@@ -10,10 +10,12 @@
 //!   its errors;
 //! * `round_trips`: GGUF ↔ `.llmw` conversion and split/merge through the `sipllm` command,
 //!   byte for byte;
+//! * `error_codes`: every typed error code is unique and listed in `docs/errors.md`;
 //! * `fuzz_replay`: every committed fuzz input (`fuzz/regressions/`, `fuzz/seeds/`) through
 //!   every fuzz target's property check, on stable Rust.
 
 mod corpus;
+mod error_codes;
 mod fuzz_replay;
 mod remote;
 mod round_trips;
