@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use sipllm_gguf::GgmlType;
-use sipllm_remote::{ObjectSource, RemoteError, RemoteUrl};
+use sipllm_remote::{Kind, ObjectSource, RemoteError, RemoteUrl};
 use sipllm_streaming::{Model, OpenOptions, ReadAt, WeightSource};
 use sipllm_testkit::{GgufBuilder, Value};
 
