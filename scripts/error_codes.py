@@ -44,6 +44,9 @@ def variant_doc(text: str, variant: str) -> str:
             else:
                 # thiserror's message, its fields shown as `…`.
                 first = re.sub(r"\{[^}]*\}", "…", message)
+            # Rustdoc's intra-doc links mean nothing here: their text only.
+            first = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", first)
+            first = re.sub(r"\[(`[^`\]]+`)\]", r"\1", first)
             if first:
                 return first.replace("|", "\\|")
     return ""

@@ -1,0 +1,457 @@
+//! The read side's one error type.
+//!
+//! [`StreamError`] keeps a parser error intact ([`StreamError::Parse`] holds the
+//! [`sipllm_gguf::Error`], [`StreamError::ParseLlmw`] the [`sipllm_llmw::Error`], each with its
+//! offset, logical path, code and help) and adds what only an I/O layer knows: the file path,
+//! the offset and length of a failed read, how many bytes were missing at the end of the file,
+//! which format magic was found. What a request named wrongly is a [`TensorError`] (a tensor
+//! read) or a [`MetaError`] (a metadata key); what is wrong with a split set is a
+//! [`SplitSetError`]. Every variant has a stable code (`stream::<area>::<name>`; a parse error
+//! keeps the parser's `gguf::…` or `llmw::…` code) and a `&'static str` help text, through the
+//! [`Kind`] trait the parsers' findings implement too. Writing has its own errors, in the
+//! write-side crate (`sipllm-edit`).
+//!
+//! `Display` says **what** went wrong; **where** is context: [`StreamError::path`] (the file
+//! the error is about is never repeated in the message; other files it involves, such as the
+//! shard a value was compared with, are named) and [`StreamError::offset`]. A caller that only
+//! prints gets both from [`StreamError::located`]; the CLI renders them around the message.
+
+//!
+//! One file per error type: this one (the source's), `tensor.rs`, `meta.rs`, `split.rs`.
+
+mod file_kind;
+mod meta;
+mod split;
+mod tensor;
+
+pub use file_kind::FileKind;
+pub use meta::MetaError;
+pub use split::SplitSetError;
+pub use tensor::TensorError;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sipllm_format::Kind;
+
+use crate::bounds::ShortRead;
+
+/// Everything that can go wrong opening a weight source, reading from it, or reading its
+/// metadata.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StreamError {
+    /// The file could not be opened (or its size read, or mapped).
+    #[error("cannot open: {source}")]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// The path names a FIFO, socket or device, not a regular file: opening it could block
+    /// forever (a FIFO without a writer) and it has no size to bounds-check against.
+    #[error("cannot open: it is {kind}, not a regular file")]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is.
+        kind: FileKind,
+    },
+    /// A read failed with an I/O error.
+    #[error("I/O error reading {len} bytes at offset {offset}: {source}")]
+    Io {
+        /// The file, when the source is a file.
+        path: Option<PathBuf>,
+        /// Absolute offset of the read.
+        offset: u64,
+        /// Bytes requested.
+        len: u64,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// The input ended before a read was complete (the file shrank after it was opened, or a
+    /// source reported a length it does not have).
+    #[error(
+        "unexpected end of file: {missing} of the {len} bytes requested at offset {offset} \
+         are missing (the input ends at byte {})",
+        offset.saturating_add(len.saturating_sub(*missing))
+    )]
+    UnexpectedEof {
+        /// The file, when the source is a file.
+        path: Option<PathBuf>,
+        /// Absolute offset of the read.
+        offset: u64,
+        /// Bytes requested.
+        len: u64,
+        /// Bytes that could not be read.
+        missing: u64,
+    },
+    /// Writing the local copy of a remote model (a temporary the remote source downloads to,
+    /// for commands that copy every byte anyway) failed: the read's own scratch file, not an
+    /// output.
+    #[error("cannot write the local copy (a temporary file) at offset {offset}: {source}")]
+    Spool {
+        /// The temporary file.
+        path: PathBuf,
+        /// Offset of the failed write (0 for its creation).
+        offset: u64,
+        /// The operating system's error.
+        source: io::Error,
+    },
+    /// The GGUF header or tensor directory is invalid: the parser's error, unchanged.
+    #[error("{source}")]
+    Parse {
+        /// The file, when the source is a file.
+        path: Option<PathBuf>,
+        /// The parser's error (offset, logical path, code, help).
+        source: sipllm_gguf::Error,
+    },
+    /// The `.llmw` header or tensor directory is invalid: the `.llmw` parser's error,
+    /// unchanged.
+    #[error("{source}")]
+    ParseLlmw {
+        /// The file, when the source is a file.
+        path: Option<PathBuf>,
+        /// The parser's error (offset, logical path, code, help).
+        source: sipllm_llmw::Error,
+    },
+    /// The first 4 bytes are not the magic of a format this crate reads.
+    #[error(
+        "not a model file: it starts with {} (\"{}\"), but a GGUF file starts with \"GGUF\" \
+         (47 47 55 46) and a .llmw file with \"LLMW\" (4C 4C 4D 57)",
+        hex(found),
+        found.escape_ascii()
+    )]
+    UnknownMagic {
+        /// The file, when the source is a file.
+        path: Option<PathBuf>,
+        /// The 4 bytes found at offset 0.
+        found: [u8; 4],
+    },
+    /// The input is shorter than a format magic (4 bytes), so its format cannot be known.
+    #[error(
+        "the file has {len} byte{}: too short for a model file, which starts with a 4-byte \
+         magic (\"GGUF\" or \"LLMW\")",
+        if *len == 1 { "" } else { "s" }
+    )]
+    TooShort {
+        /// The file, when the source is a file.
+        path: Option<PathBuf>,
+        /// Its length in bytes (0 to 3).
+        len: u64,
+    },
+    /// A positional read reaches outside the file.
+    #[error(
+        "a read of {len} bytes at offset {offset} reaches outside the file ({file_size} bytes)"
+    )]
+    OutOfBounds {
+        /// The file, when the source is a file.
+        path: Option<PathBuf>,
+        /// Absolute offset requested.
+        offset: u64,
+        /// Bytes requested.
+        len: u64,
+        /// The size of the file.
+        file_size: u64,
+    },
+    /// A tensor's data does not lie inside the file (checked when the source is opened).
+    #[error(
+        "tensor {tensor:?}: its {nbytes} bytes at offset {offset} end past the end of the file \
+         ({file_size} bytes)"
+    )]
+    TensorOutOfBounds {
+        /// The file, when the source is a file.
+        path: Option<PathBuf>,
+        /// The first tensor (in directory order) that does not fit.
+        tensor: String,
+        /// Its absolute offset.
+        offset: u64,
+        /// Its byte size.
+        nbytes: u64,
+        /// The size of the file.
+        file_size: u64,
+    },
+    /// A byte count does not fit this machine's address space (or could not be allocated).
+    #[error("{what} of {bytes} bytes does not fit in memory")]
+    TooLarge {
+        /// What was to be held (e.g. `tensor "x"`, `header buffer`).
+        what: String,
+        /// The byte count.
+        bytes: u64,
+    },
+    /// Another process holds an advisory lock on the file ([`crate::lock`]).
+    #[error("{}", locked(*exclusive, *wait))]
+    Locked {
+        /// The file.
+        path: PathBuf,
+        /// True when an exclusive lock was wanted (the in-place writer), false for a reader.
+        exclusive: bool,
+        /// How long a reader waited ([`READ_WAIT`](crate::lock::READ_WAIT)); zero for the
+        /// writer, which never waits.
+        wait: Duration,
+    },
+    /// A tensor read that cannot be done as asked ([`TensorError`]).
+    #[error(transparent)]
+    Tensor(#[from] TensorError),
+    /// A metadata value that is absent or not what was asked for ([`MetaError`]).
+    #[error(transparent)]
+    Meta(#[from] MetaError),
+    /// A split set that is incomplete or inconsistent ([`SplitSetError`]).
+    #[error(transparent)]
+    Split(#[from] SplitSetError),
+}
+
+fn locked(exclusive: bool, wait: Duration) -> String {
+    if exclusive {
+        "the file is in use by another process (an in-place edit, or a reader such as sipllm \
+         verify): it was not changed"
+            .to_owned()
+    } else {
+        format!(
+            "the file is being rewritten in place by another process, which did not finish \
+             within {} s",
+            wait.as_secs()
+        )
+    }
+}
+fn hex(bytes: &[u8]) -> String {
+    let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02X}")).collect();
+    hex.join(" ")
+}
+/// The help for a file whose first bytes are not a model's: the supported formats, then a
+/// hint from the bytes found (the usual mix-ups).
+fn magic_help(found: &[u8; 4]) -> &'static str {
+    macro_rules! formats {
+        ($hint:literal) => {
+            concat!("supported formats: GGUF (\"GGUF\"), .llmw (\"LLMW\"). ", $hint)
+        };
+    }
+    match found {
+        b"vers" => formats!(
+            "it looks like a Git LFS pointer (a small text file starting with \"version \
+             https://git-lfs\"): the model itself was never fetched; run `git lfs pull` or \
+             download the file directly."
+        ),
+        [b'P', b'K', 3, 4] => formats!(
+            "it is a zip archive, such as a PyTorch checkpoint (.bin, .pt): convert the model to \
+             GGUF first (llama.cpp's convert_hf_to_gguf.py)."
+        ),
+        b"lmgg" | b"fmgg" | b"tjgg" | b"algg" => formats!(
+            "it is a legacy GGML/GGMF/GGJT file (llama.cpp before GGUF, August 2023): convert it \
+             with llama.cpp's convert_llama_ggml_to_gguf.py."
+        ),
+        [b'<', ..] => formats!(
+            "it looks like HTML or XML text, often an error page saved in place of a download: \
+             download the file again."
+        ),
+        [b'{', ..] => formats!("it looks like JSON (a config or tokenizer file?): check the path."),
+        _ => formats!(
+            "check the path, and that the download or copy completed; the format is found from \
+             the content, not from the file name."
+        ),
+    }
+}
+impl Kind for StreamError {
+    fn code(&self) -> &'static str {
+        match self {
+            StreamError::Open { .. } => "stream::io::open",
+            StreamError::NotAFile { .. } => "stream::open::not_a_file",
+            StreamError::Io { .. } => "stream::io::read",
+            StreamError::UnexpectedEof { .. } => "stream::io::unexpected_eof",
+            StreamError::Parse { source, .. } => source.code(),
+            StreamError::ParseLlmw { source, .. } => source.code(),
+            StreamError::UnknownMagic { .. } => "stream::open::unknown_magic",
+            StreamError::TooShort { .. } => "stream::open::too_short",
+            StreamError::OutOfBounds { .. } => "stream::read::out_of_bounds",
+            StreamError::TensorOutOfBounds { .. } => "stream::tensor::out_of_bounds",
+            StreamError::TooLarge { .. } => "stream::memory::too_large",
+            StreamError::Locked { .. } => "stream::lock::busy",
+            StreamError::Spool { .. } => "stream::io::spool",
+            StreamError::Tensor(e) => e.code(),
+            StreamError::Meta(e) => e.code(),
+            StreamError::Split(e) => e.code(),
+        }
+    }
+
+    fn help(&self) -> &'static str {
+        match self {
+            StreamError::Open { .. } => {
+                "check that the path exists, is a regular file and is readable."
+            }
+            StreamError::NotAFile { .. } => {
+                "model files are read by position, so they must be \
+                regular files: copy the stream or device into a file first (`cat SRC > \
+                m.gguf`)."
+            }
+            StreamError::Io { .. } => {
+                "the storage reported an error: check the device, the \
+                network file system, or the permissions."
+            }
+            StreamError::UnexpectedEof { .. } => {
+                "the file became shorter after it was opened \
+                (another process truncated or replaced it): reopen it, and copy models with a \
+                write-to-temporary-then-rename so readers never see a partial file."
+            }
+            StreamError::Spool { .. } => {
+                "the temporary directory (TMPDIR) must be writable and have room for the whole \
+                 model; or give a local file."
+            }
+            StreamError::Parse { source, .. } => source.help(),
+            StreamError::ParseLlmw { source, .. } => source.help(),
+            StreamError::UnknownMagic { found, .. } => magic_help(found),
+            StreamError::TooShort { .. } => {
+                "the file is empty or cut off (an interrupted \
+                download or copy), or the path names the wrong file: fetch it again."
+            }
+            StreamError::OutOfBounds { .. } => {
+                "positional reads must lie inside the file; the \
+                offset or length was computed wrongly."
+            }
+            StreamError::TensorOutOfBounds { .. } => {
+                "the file is shorter than its tensor \
+                directory says: it is truncated (an incomplete download or copy). Compare its \
+                size with the source."
+            }
+            StreamError::TooLarge { .. } => {
+                "the size exceeds this machine's address space or \
+                free memory; read the data in parts."
+            }
+            StreamError::Locked { exclusive: true, .. } => {
+                "wait until the other command has \
+                finished (an engine or `sipllm verify` holding the file open keeps it locked for \
+                as long as it runs), then edit again; or use -o OUT, which never writes to the \
+                file."
+            }
+            StreamError::Locked { exclusive: false, .. } => {
+                "an in-place edit holds the file for \
+                milliseconds; one that holds it longer is stuck (stopped?): end it, run `sipllm \
+                edit --recover FILE` if it left a header backup, and read again."
+            }
+            StreamError::Tensor(e) => e.help(),
+            StreamError::Meta(e) => e.help(),
+            StreamError::Split(e) => e.help(),
+        }
+    }
+}
+impl StreamError {
+    /// The stable code: `stream::<area>::<name>`, or the parser's `gguf::…` code for
+    /// [`StreamError::Parse`] and `llmw::…` code for [`StreamError::ParseLlmw`]. Codes are API
+    /// and never reused. (The same as [`Kind::code`], without importing the trait.)
+    pub fn code(&self) -> &'static str {
+        Kind::code(self)
+    }
+
+    /// What to check or change to fix the problem. (The same as [`Kind::help`].)
+    pub fn help(&self) -> &'static str {
+        Kind::help(self)
+    }
+
+    /// `path: message` when the error names a file ([`path`](Self::path)), else the message:
+    /// for a caller that prints the error as one line.
+    pub fn located(&self) -> Located<'_> {
+        Located(self)
+    }
+
+    /// The file the error concerns, when known.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            StreamError::Open { path, .. }
+            | StreamError::NotAFile { path, .. }
+            | StreamError::Locked { path, .. }
+            | StreamError::Spool { path, .. } => Some(path),
+            StreamError::Io { path, .. }
+            | StreamError::UnexpectedEof { path, .. }
+            | StreamError::Parse { path, .. }
+            | StreamError::ParseLlmw { path, .. }
+            | StreamError::UnknownMagic { path, .. }
+            | StreamError::TooShort { path, .. }
+            | StreamError::OutOfBounds { path, .. }
+            | StreamError::TensorOutOfBounds { path, .. } => path.as_deref(),
+            StreamError::Split(e) => e.path(),
+            StreamError::TooLarge { .. } | StreamError::Tensor(_) | StreamError::Meta(_) => None,
+        }
+    }
+
+    /// The absolute byte offset the error concerns, when there is one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            StreamError::Io { offset, .. }
+            | StreamError::Spool { offset, .. }
+            | StreamError::UnexpectedEof { offset, .. }
+            | StreamError::OutOfBounds { offset, .. }
+            | StreamError::TensorOutOfBounds { offset, .. }
+            | StreamError::Tensor(TensorError::NotInSource { offset, .. }) => Some(*offset),
+            StreamError::Parse { source, .. } => Some(source.offset()),
+            StreamError::ParseLlmw { source, .. } => Some(source.offset()),
+            StreamError::UnknownMagic { .. } => Some(0),
+            StreamError::TooShort { len, .. } => Some(*len),
+            _ => None,
+        }
+    }
+
+    /// The GGUF parser's error, for [`StreamError::Parse`].
+    pub fn parse_error(&self) -> Option<&sipllm_gguf::Error> {
+        match self {
+            StreamError::Parse { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// The `.llmw` parser's error, for [`StreamError::ParseLlmw`].
+    pub fn llmw_error(&self) -> Option<&sipllm_llmw::Error> {
+        match self {
+            StreamError::ParseLlmw { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// True when the error is a parser's verdict on the file's bytes ([`StreamError::Parse`],
+    /// [`StreamError::ParseLlmw`]), not I/O, a format mismatch, or a request.
+    pub fn is_parse(&self) -> bool {
+        matches!(self, StreamError::Parse { .. } | StreamError::ParseLlmw { .. })
+    }
+
+    /// Wraps a GGUF parser error.
+    pub(crate) fn parse(path: Option<&Path>, source: sipllm_gguf::Error) -> StreamError {
+        StreamError::Parse { path: path.map(Path::to_path_buf), source }
+    }
+
+    /// Wraps a `.llmw` parser error.
+    pub(crate) fn parse_llmw(path: Option<&Path>, source: sipllm_llmw::Error) -> StreamError {
+        StreamError::ParseLlmw { path: path.map(Path::to_path_buf), source }
+    }
+
+    /// Turns the I/O error of a read of `len` bytes at `offset` (of the file at `path`, if
+    /// any) into a `StreamError`: a [`ShortRead`] becomes [`StreamError::UnexpectedEof`],
+    /// anything else [`StreamError::Io`]. For every reader of a [`ReadAt`](crate::ReadAt),
+    /// this crate's and the write side's.
+    pub fn read(path: Option<&Path>, offset: u64, len: u64, err: io::Error) -> StreamError {
+        let path = path.map(Path::to_path_buf);
+        match ShortRead::from_io(&err) {
+            Some(short) => StreamError::UnexpectedEof {
+                path,
+                offset: short.offset,
+                len: short.len,
+                missing: short.missing,
+            },
+            None => StreamError::Io { path, offset, len, source: err },
+        }
+    }
+}
+/// A [`StreamError`] with its file: `path: message` ([`StreamError::located`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Located<'a>(&'a StreamError);
+
+impl std::fmt::Display for Located<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.path() {
+            Some(path) => write!(f, "{}: {}", path.display(), self.0),
+            None => write!(f, "{}", self.0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
