@@ -1,0 +1,261 @@
+//! The write side's errors: codes, helps, paths.
+
+use super::*;
+use crate::input::InputError;
+use sipllm_streaming::FileKind;
+
+fn boxed(e: impl Kind + 'static) -> Box<dyn Kind> {
+    Box::new(e)
+}
+
+#[test]
+fn every_variant_has_a_distinct_stable_code_and_help() {
+    let io = || io::Error::from(io::ErrorKind::PermissionDenied);
+    let cases: Vec<(Box<dyn Kind>, &str)> = vec![
+        (boxed(WriteError::Create { path: "m.gguf".into(), source: io() }), "write::create"),
+        (boxed(WriteError::Write { path: "m.gguf".into(), offset: 5, source: io() }), "write::io"),
+        (
+            boxed(WriteError::Header { source: sipllm_gguf::writer::WriteError::BadAlignment }),
+            "write::header",
+        ),
+        (
+            boxed(WriteError::Llmw {
+                path: "m.llmw".into(),
+                source: sipllm_llmw::WriteError::EmptyKey,
+            }),
+            "write::llmw",
+        ),
+        (boxed(WriteError::MissingData { tensor: "t".into() }), "write::missing_data"),
+        (
+            boxed(WriteError::DataLength { tensor: "t".into(), expected: 4, got: 5 }),
+            "write::data_length",
+        ),
+        (
+            boxed(SplitError::AlreadySplit { path: "m.gguf".into(), split_no: 0, count: 2 }),
+            "split::already_split",
+        ),
+        (
+            boxed(SplitError::Refused { path: "m.gguf".into(), reason: SplitRefusal::NoTensors }),
+            "split::refused",
+        ),
+        (boxed(SplitError::Busy { path: "m.gguf".into(), dir: "out".into() }), "split::busy"),
+        (
+            boxed(InPlaceError::Length { path: "m.gguf".into(), old: 576, new: 608 }),
+            "in_place::length_mismatch",
+        ),
+        (
+            boxed(InPlaceError::BackupWrite {
+                path: "m.gguf".into(),
+                backup: ".m.gguf.header-backup".into(),
+                source: io(),
+            }),
+            "in_place::backup_write",
+        ),
+        (
+            boxed(InPlaceError::RolledBack { path: "m.gguf".into(), offset: 0, source: io() }),
+            "in_place::rolled_back",
+        ),
+        (
+            boxed(InPlaceError::Torn {
+                path: "m.gguf".into(),
+                backup: ".m.gguf.header-backup".into(),
+                offset: 4096,
+                source: io(),
+            }),
+            "in_place::torn",
+        ),
+        (
+            boxed(InPlaceError::BackupRemove {
+                path: "m.gguf".into(),
+                backup: ".m.gguf.header-backup".into(),
+                recovered: false,
+                source: io(),
+            }),
+            "in_place::backup_remove",
+        ),
+        (
+            boxed(InPlaceError::NoBackup {
+                path: "m.gguf".into(),
+                backup: ".m.gguf.header-backup".into(),
+            }),
+            "in_place::no_backup",
+        ),
+        (
+            boxed(InPlaceError::BackupRead {
+                path: "m.gguf".into(),
+                backup: ".m.gguf.header-backup".into(),
+                source: io(),
+            }),
+            "in_place::backup_read",
+        ),
+        (
+            boxed(InPlaceError::BadBackup {
+                path: "m.gguf".into(),
+                backup: ".m.gguf.header-backup".into(),
+                defect: BackupDefect::NotARecord,
+            }),
+            "in_place::bad_backup",
+        ),
+        (
+            boxed(InPlaceError::WrongModel {
+                path: "m.gguf".into(),
+                backup: ".m.gguf.header-backup".into(),
+                len: 2432,
+                recorded_len: 2433,
+            }),
+            "in_place::wrong_model",
+        ),
+        (
+            boxed(InPlaceError::RestoreWrite {
+                path: "m.gguf".into(),
+                backup: ".m.gguf.header-backup".into(),
+                source: io(),
+            }),
+            "in_place::restore_write",
+        ),
+        (
+            boxed(InPlaceError::RestoreMismatch {
+                path: "m.gguf".into(),
+                backup: ".m.gguf.header-backup".into(),
+            }),
+            "in_place::restore_mismatch",
+        ),
+        (
+            boxed(InPlaceError::RestoredInvalid {
+                path: "m.gguf".into(),
+                backup: ".m.gguf.header-backup".into(),
+                source: Box::new(StreamError::TooShort { path: Some("m.gguf".into()), len: 0 }),
+            }),
+            "in_place::restored_invalid",
+        ),
+        (
+            boxed(InputError::TooLarge { path: "/dev/zero".into(), max: 1 << 26 }),
+            "input::too_large",
+        ),
+        (
+            boxed(InputError::EmptyStream { path: "t.fifo".into(), kind: FileKind::Fifo }),
+            "input::empty_stream",
+        ),
+        (
+            boxed(WriteError::OutputIsInput {
+                input: "m.gguf".into(),
+                output: "link.gguf".into(),
+                what: "the manifest",
+            }),
+            "write::output_is_input",
+        ),
+        (boxed(InPlaceError::Changed { path: "m.gguf".into() }), "in_place::changed"),
+        (
+            boxed(InPlaceError::FileTooShort { path: "m.gguf".into(), len: 10, header_len: 64 }),
+            "in_place::file_too_short",
+        ),
+        (
+            boxed(InPlaceError::Pending {
+                path: "m.gguf".into(),
+                backup: ".m.gguf.header-backup".into(),
+            }),
+            "in_place::pending",
+        ),
+        (
+            boxed(InPlaceError::OtherFile {
+                path: "m.gguf".into(),
+                backup: ".m.gguf.header-backup".into(),
+            }),
+            "in_place::other_file",
+        ),
+        (
+            boxed(InPlaceError::BackupMismatch {
+                path: "m.gguf".into(),
+                backup: ".m.gguf.header-backup".into(),
+            }),
+            "in_place::backup_mismatch",
+        ),
+    ];
+    let mut codes: Vec<&str> = cases.iter().map(|(e, _)| e.code()).collect();
+    for (err, code) in &cases {
+        assert_eq!(err.code(), *code);
+        assert!(!err.help().is_empty(), "{code}");
+        assert!(!err.to_string().is_empty(), "{code}");
+    }
+    codes.sort_unstable();
+    codes.dedup();
+    assert_eq!(codes.len(), cases.len(), "codes are distinct");
+    let split =
+        |code: &str| cases.iter().map(|(e, _)| e).find(|e| e.code() == code).map(|e| e.to_string());
+    assert_eq!(
+        split("write::output_is_input").unwrap(),
+        "the manifest link.gguf is the input m.gguf (another name for it): writing it would \
+         destroy the input; nothing was written"
+    );
+}
+
+#[test]
+fn in_place_errors_name_the_model_and_the_backup() {
+    let model = PathBuf::from("m.gguf");
+    let backup = PathBuf::from(".m.gguf.header-backup");
+    let bad =
+        |defect| InPlaceError::BadBackup { path: model.clone(), backup: backup.clone(), defect };
+    assert_eq!(
+        bad(BackupDefect::NotARecord).to_string(),
+        ".m.gguf.header-backup is not a header backup sipllm wrote (or it is damaged); m.gguf \
+         was not changed"
+    );
+    assert_eq!(
+        bad(BackupDefect::TooLarge).to_string(),
+        ".m.gguf.header-backup is too large to be a header backup; m.gguf was not changed"
+    );
+    assert_eq!(
+        bad(BackupDefect::HeaderPastEnd).to_string(),
+        ".m.gguf.header-backup is damaged (its header would end past m.gguf or the header \
+         limit); m.gguf was not changed"
+    );
+    assert_eq!(
+        bad(BackupDefect::RunPastHeader).to_string(),
+        ".m.gguf.header-backup is damaged (a run past the header); m.gguf was not changed"
+    );
+    let removed = |recovered| InPlaceError::BackupRemove {
+        path: model.clone(),
+        backup: backup.clone(),
+        recovered,
+        source: io::Error::from(io::ErrorKind::PermissionDenied),
+    };
+    assert_eq!(
+        removed(false).to_string(),
+        "the new header is written, but the backup .m.gguf.header-backup could not be \
+         removed: permission denied; remove it by hand"
+    );
+    assert_eq!(
+        removed(true).to_string(),
+        "m.gguf is restored, but the backup .m.gguf.header-backup could not be removed: \
+         permission denied"
+    );
+    let wrong = InPlaceError::WrongModel {
+        path: model.clone(),
+        backup: backup.clone(),
+        len: 2432,
+        recorded_len: 2433,
+    };
+    assert_eq!(
+        wrong.to_string(),
+        "m.gguf is 2432 bytes, but it was 2433 when .m.gguf.header-backup was made: it is \
+         not the file the backup belongs to, so it was not changed"
+    );
+    assert_eq!(wrong.path(), Some(model.as_path()));
+    assert_eq!(wrong.offset(), None);
+    let torn = InPlaceError::Torn {
+        path: model.clone(),
+        backup: backup.clone(),
+        offset: 4096,
+        source: io::Error::from(io::ErrorKind::StorageFull),
+    };
+    assert_eq!(torn.offset(), Some(4096));
+    assert!(torn.help().contains("sipllm edit --recover"), "{}", torn.help());
+    let invalid = InPlaceError::RestoredInvalid {
+        path: model.clone(),
+        backup,
+        source: Box::new(StreamError::TooShort { path: None, len: 0 }),
+    };
+    let chained = std::error::Error::source(&invalid).map(|s| s.to_string());
+    assert!(chained.is_some_and(|s| s.contains("too short")));
+    assert!(invalid.to_string().ends_with("the backup .m.gguf.header-backup is kept"));
+}
