@@ -425,7 +425,22 @@ impl InPlaceError {
             }
             InPlaceError::Write(WriteError::Write { offset, .. }) => Some(*offset),
             InPlaceError::Read(e) => e.offset(),
-            _ => None,
+            InPlaceError::Write(_)
+            | InPlaceError::Length { .. }
+            | InPlaceError::BackupWrite { .. }
+            | InPlaceError::BackupRemove { .. }
+            | InPlaceError::NoBackup { .. }
+            | InPlaceError::BackupRead { .. }
+            | InPlaceError::BadBackup { .. }
+            | InPlaceError::WrongModel { .. }
+            | InPlaceError::RestoreWrite { .. }
+            | InPlaceError::RestoreMismatch { .. }
+            | InPlaceError::RestoredInvalid { .. }
+            | InPlaceError::Changed { .. }
+            | InPlaceError::FileTooShort { .. }
+            | InPlaceError::Pending { .. }
+            | InPlaceError::OtherFile { .. }
+            | InPlaceError::BackupMismatch { .. } => None,
         }
     }
 

@@ -170,7 +170,10 @@ impl WriteError {
             | WriteError::Llmw { path, .. }
             | WriteError::OutputIsInput { output: path, .. } => Some(path),
             WriteError::Read(e) => e.path(),
-            _ => None,
+            // What a builder was given, before any file was named.
+            WriteError::Header { .. }
+            | WriteError::MissingData { .. }
+            | WriteError::DataLength { .. } => None,
         }
     }
 }

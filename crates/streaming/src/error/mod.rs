@@ -387,24 +387,27 @@ impl StreamError {
             StreamError::ParseLlmw { source, .. } => Some(source.offset()),
             StreamError::UnknownMagic { .. } => Some(0),
             StreamError::TooShort { len, .. } => Some(*len),
-            _ => None,
+            // About a whole file, or a request: no byte of it is at fault.
+            StreamError::Open { .. }
+            | StreamError::NotAFile { .. }
+            | StreamError::TooLarge { .. }
+            | StreamError::Locked { .. }
+            | StreamError::Tensor(_)
+            | StreamError::Meta(_)
+            | StreamError::Split(_) => None,
         }
     }
 
     /// The GGUF parser's error, for [`StreamError::Parse`].
     pub fn parse_error(&self) -> Option<&sipllm_gguf::Error> {
-        match self {
-            StreamError::Parse { source, .. } => Some(source),
-            _ => None,
-        }
+        // One variant holds a GGUF parser's error.
+        if let StreamError::Parse { source, .. } = self { Some(source) } else { None }
     }
 
     /// The `.llmw` parser's error, for [`StreamError::ParseLlmw`].
     pub fn llmw_error(&self) -> Option<&sipllm_llmw::Error> {
-        match self {
-            StreamError::ParseLlmw { source, .. } => Some(source),
-            _ => None,
-        }
+        // One variant holds a `.llmw` parser's error.
+        if let StreamError::ParseLlmw { source, .. } = self { Some(source) } else { None }
     }
 
     /// True when the error is a parser's verdict on the file's bytes ([`StreamError::Parse`],
