@@ -3,12 +3,13 @@
 //! files (`verify --check`'s manifest, `edit --recover`'s header backup, [`read_file_capped`]).
 //!
 //! Such an input may be a stream — `/dev/stdin`, a shell's `<(…)`, a FIFO — so it is opened
-//! without blocking ([`open_input`](sipllm_streaming::open_input)), but at most `max + 1` bytes
+//! without blocking (`open_input`, over [`open_nonblocking`](sipllm_streaming::open_nonblocking)), but at most `max + 1` bytes
 //! are ever read from any source: `/dev/zero`, a large file or an endless pipe is refused as
 //! soon as it exceeds the cap, without reading further. A stream that ends before its first
 //! byte (a FIFO nobody has opened for writing reads as end-of-input at once) is refused too
 //! ([`InputError::EmptyStream`]), so a missing writer is never mistaken for an empty value.
 
+use std::fs::{File, Metadata};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -86,7 +87,7 @@ impl InputError {
 /// before its first byte (a FIFO with no writer) [`InputError::EmptyStream`].
 pub fn read_capped(path: impl AsRef<Path>, max: u64) -> Result<Vec<u8>, InputError> {
     let path = path.as_ref();
-    let (file, meta, kind) = sipllm_streaming::open_input(path)?;
+    let (file, meta, kind) = open_input(path)?;
     read_opened(path, file, &meta, kind, max)
 }
 
@@ -144,6 +145,28 @@ fn read_opened(
     Ok(bytes)
 }
 
+/// Opens an auxiliary input a user names on purpose (`sipllm edit --set-file KEY=PATH`)
+/// without blocking: a regular file (`None`), or a stream — a pipe, a FIFO, a character device
+/// such as `/dev/stdin` — with its kind (`Some`). [`read_capped`] reads it bounded.
+///
+/// # Errors
+///
+/// A directory is [`StreamError::Open`], a socket [`StreamError::NotAFile`].
+fn open_input(path: &Path) -> Result<(File, Metadata, Option<FileKind>), StreamError> {
+    let (file, meta) = sipllm_streaming::open_nonblocking(path, false)?;
+    if meta.is_dir() {
+        let source = std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory");
+        return Err(StreamError::Open { path: path.to_path_buf(), source });
+    }
+    match FileKind::of(&meta) {
+        // A socket is no stream of bytes to read a value from.
+        Some(FileKind::Socket) => {
+            Err(StreamError::NotAFile { path: path.to_path_buf(), kind: FileKind::Socket })
+        }
+        kind => Ok((file, meta, kind)),
+    }
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
@@ -160,6 +183,32 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("sipllm-input-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    #[test]
+    fn inputs_open_as_files_or_streams_never_as_directories_or_sockets() {
+        let dir = temp("kinds");
+        let file = dir.join("t.jinja");
+        std::fs::write(&file, b"0123456789").unwrap();
+        assert!(matches!(open_input(&file), Ok((_, _, None))));
+        let fifo = fifo(&dir, "f");
+        assert!(matches!(open_input(&fifo), Ok((_, _, Some(FileKind::Fifo)))));
+        assert!(matches!(
+            open_input(Path::new("/dev/zero")),
+            Ok((_, _, Some(FileKind::CharDevice)))
+        ));
+        assert!(matches!(
+            open_input(&dir),
+            Err(StreamError::Open { source, .. }) if source.kind() == std::io::ErrorKind::IsADirectory
+        ));
+        let socket = dir.join("s");
+        let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        // Linux refuses to open(2) a socket (ENXIO); elsewhere its kind refuses it.
+        assert!(matches!(
+            open_input(&socket),
+            Err(StreamError::Open { .. } | StreamError::NotAFile { kind: FileKind::Socket, .. })
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

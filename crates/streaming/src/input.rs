@@ -12,8 +12,9 @@
 //! block there.)
 //!
 //! Auxiliary inputs a user names on purpose (`sipllm edit --set-file KEY=PATH`) may be streams
-//! — `/dev/stdin`, a shell's `<(…)`, a FIFO — so [`open_input`] accepts them (and the write side's `read_capped`, but reads at most
-//! `max + 1` bytes from any source): `/dev/zero`, a large file or an endless pipe is refused as
+//! — `/dev/stdin`, a shell's `<(…)`, a FIFO — so the write side opens them with
+//! [`open_nonblocking`] and accepts them (its `read_capped` reads at most `max + 1` bytes from
+//! any source): `/dev/zero`, a large file or an endless pipe is refused as
 //! soon as it exceeds the cap, without reading further. A stream that ends before its first
 //! byte (a FIFO nobody has opened for writing reads as end-of-input at once) is refused too
 //! (the write side's `InputError::EmptyStream`), so a missing writer is never mistaken for an empty
@@ -50,8 +51,15 @@ pub(crate) fn check_regular(meta: &Metadata, path: &Path) -> Result<(), StreamEr
 }
 
 /// The file at `path`, opened so that the open itself never blocks (a FIFO without a writer),
-/// with its metadata from the descriptor; reads on it block as usual again.
-fn open_nonblocking(path: &Path, write: bool) -> Result<(File, Metadata), StreamError> {
+/// with its metadata from the descriptor; reads on it block as usual again. Whatever it is
+/// (a regular file, a directory, a FIFO, a device) is the caller's to check: [`open_regular`]
+/// refuses all but a regular file; the write side's auxiliary inputs accept streams.
+///
+/// # Errors
+///
+/// [`StreamError::Open`] (and, on Unix systems without `O_NONBLOCK` here, a special file is
+/// [`StreamError::NotAFile`] before the open).
+pub fn open_nonblocking(path: &Path, write: bool) -> Result<(File, Metadata), StreamError> {
     let open_err = |source| StreamError::Open { path: path.to_path_buf(), source };
     let mut options = File::options();
     options.read(true).write(write);
@@ -79,27 +87,6 @@ fn open_nonblocking(path: &Path, write: bool) -> Result<(File, Metadata), Stream
             .map_err(|e| open_err(e.into()))?;
     }
     Ok((file, meta))
-}
-
-/// Opens an auxiliary input a user names on purpose (`sipllm edit --set-file KEY=PATH`)
-/// without blocking: a regular file (`None`), or a stream — a pipe, a FIFO, a character device
-/// such as `/dev/stdin` — with its kind (`Some`). The write side's `read_capped` reads it
-/// bounded.
-///
-/// # Errors
-///
-/// A directory is [`StreamError::Open`], a socket [`StreamError::NotAFile`].
-pub fn open_input(path: &Path) -> Result<(File, Metadata, Option<FileKind>), StreamError> {
-    let (file, meta) = open_nonblocking(path, false)?;
-    let kind = match check_regular(&meta, path) {
-        Ok(()) => None,
-        Err(StreamError::NotAFile { kind: FileKind::Socket, .. }) => {
-            return Err(StreamError::NotAFile { path: path.to_path_buf(), kind: FileKind::Socket });
-        }
-        Err(StreamError::NotAFile { kind, .. }) => Some(kind),
-        Err(e) => return Err(e),
-    };
-    Ok((file, meta, kind))
 }
 
 #[cfg(all(test, unix))]
@@ -132,20 +119,15 @@ mod tests {
             StreamError::NotAFile { kind: FileKind::Fifo, .. } => {}
             e => panic!("{e:?}"),
         }
-        assert!(matches!(open_input(&path), Ok((_, _, Some(FileKind::Fifo)))));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
-    fn character_devices_are_refused_as_models_and_opened_as_inputs() {
+    fn character_devices_are_refused_as_models() {
         match open_regular(Path::new("/dev/null"), false).unwrap_err() {
             StreamError::NotAFile { kind: FileKind::CharDevice, .. } => {}
             e => panic!("{e:?}"),
         }
-        assert!(matches!(
-            open_input(Path::new("/dev/zero")),
-            Ok((_, _, Some(FileKind::CharDevice)))
-        ));
     }
 
     #[test]
@@ -153,7 +135,6 @@ mod tests {
         let dir = temp("regular");
         let path = dir.join("t.jinja");
         std::fs::write(&path, b"0123456789").unwrap();
-        assert!(matches!(open_input(&path), Ok((_, _, None))));
         assert!(open_regular(&path, false).is_ok());
         assert!(matches!(
             open_regular(&dir, false),

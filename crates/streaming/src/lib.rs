@@ -129,7 +129,7 @@ pub use gguf_file::{GgufFile, read_header};
 pub use header_bytes::HeaderBytes;
 pub use header_file::{Container, HeaderFile};
 #[cfg(feature = "file")]
-pub use input::{open_input, open_regular};
+pub use input::{open_nonblocking, open_regular};
 pub use llmw_file::{LlmwFile, read_llmw_header};
 pub use meta::{
     FloatIter, FloatIterF32, FloatList, IntIter, IntList, Meta, MetaKind, StrIter, StrList,
