@@ -375,7 +375,11 @@ impl Model {
         let t = self.tensor(name)?;
         let len = t.byte_len().map_err(|e| stream_error(py, &e, &self.path))?;
         let model = &*self.inner;
-        read_bytes(py, len, &self.path, |buf| model.read_raw(t, buf).map(|_| ()))
+        read_bytes(py, len, &self.path, |buf| {
+            // From a URL: one request for exactly the tensor's bytes. Only a hint.
+            let _ = model.prefetch(t);
+            model.read_raw(t, buf).map(|_| ())
+        })
     }
 
     /// The f32 values of elements `start..stop` (row-major, default: all) of tensor `name`
@@ -412,6 +416,9 @@ impl Model {
         length: usize,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let model = &*self.inner;
-        read_bytes(py, length, &self.path, |buf| model.read_raw_at(offset, buf))
+        read_bytes(py, length, &self.path, |buf| {
+            let _ = model.prefetch_range(offset, buf.len() as u64);
+            model.read_raw_at(offset, buf)
+        })
     }
 }

@@ -14,7 +14,7 @@ import pytest
 
 import sipllm_gguf
 
-from conftest import CORPUS, needs_corpus
+from conftest import CORPUS, needs_corpus, write_with_gguf_py
 
 TINY = "generated/tiny-llama.le.gguf"
 VOCAB = "real/ggml-vocab-phi-3.gguf"
@@ -71,7 +71,7 @@ class _Server(ThreadingHTTPServer):
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
     needs_corpus()
     tiny = (CORPUS / TINY).read_bytes()
     files = {
@@ -80,6 +80,16 @@ def server():
         # hf://org/repo/sub/tiny-llama.gguf under HF_ENDPOINT.
         "/org/repo/resolve/main/sub/tiny-llama.gguf": tiny,
     }
+    # Tensors past the 2 MiB block fetched at open, so reading them costs requests: a 4 MiB
+    # pad, two adjacent 1 MiB tensors, a 4 MiB tail an over-long request would reach into.
+    def build(w):
+        w.add_tensor("pad", np.zeros(1 << 20, dtype=np.float32))
+        w.add_tensor("a", np.arange(1 << 18, dtype=np.float32).reshape(256, 1024))
+        w.add_tensor("b", -np.arange(1 << 18, dtype=np.float32).reshape(256, 1024))
+        w.add_tensor("tail", np.ones(1 << 20, dtype=np.float32))
+
+    big = tmp_path_factory.mktemp("remote") / "big.gguf"
+    files["/m/big.gguf"] = write_with_gguf_py(big, build).read_bytes()
     srv = _Server(("127.0.0.1", 0), _RangeHandler)
     srv.files = files
     srv.log = []
@@ -134,6 +144,31 @@ def test_http_url_of_a_real_vocabulary_has_its_metadata(server):
     assert m.tokens is not None and local.tokens is not None
     assert m.tokens.to_list() == local.tokens.to_list()
     assert sipllm_gguf.validate(f"{base(server)}/m/phi-3.gguf") == sipllm_gguf.validate(CORPUS / VOCAB)
+
+
+def asked_since(srv: _Server, since: int) -> list[int]:
+    """The byte counts of the requests logged since ``since``."""
+    out = []
+    for _, rng in srv.log[since:]:
+        a, _, b = rng.removeprefix("bytes=").partition("-")
+        out.append(int(b) - int(a) + 1)
+    return out
+
+
+def test_reads_fetch_exactly_the_tensors_bytes(server):
+    m = sipllm_gguf.open(f"{base(server)}/m/big.gguf")
+    a, b = m.tensor("a"), m.tensor("b")
+    for t, sign in ((a, 1), (b, -1)):
+        # `b` follows `a` on: a guessed, doubled request would reach into the tail.
+        since = len(server.log)
+        values = m.values(t.name)
+        np.testing.assert_array_equal(values.reshape(-1), sign * np.arange(1 << 18, dtype=np.float32))
+        assert asked_since(server, since) == [t.nbytes]
+    since = len(server.log)
+    assert m.read("a") == np.arange(1 << 18, dtype=np.float32).tobytes()
+    assert m.values_at("b", 1000, 3000).tolist() == (-np.arange(1000, 3000, dtype=np.float32)).tolist()
+    assert m.read_at(b.offset + 4, 8) == (-np.arange(1, 3, dtype=np.float32)).tobytes()
+    assert asked_since(server, since) == [a.nbytes, 2000 * 4, 8]
 
 
 def test_hf_url_resolves_through_hf_endpoint(server, monkeypatch):
