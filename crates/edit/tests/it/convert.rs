@@ -60,14 +60,15 @@ fn the_bools_of_a_real_model_are_named_with_their_values_and_how_to_restore_them
     assert_eq!(
         dropped,
         [
-            ("tokenizer.ggml.add_bos_token", "BOOL true: .llmw has no bool type".to_owned()),
-            ("tokenizer.ggml.add_eos_token", "BOOL false: .llmw has no bool type".to_owned()),
-            ("tokenizer.ggml.add_sep_token", "BOOL false: .llmw has no bool type".to_owned()),
-            ("tokenizer.ggml.add_space_prefix", "BOOL true: .llmw has no bool type".to_owned()),
-            ("my.flags", "ARRAY of 2 BOOL: .llmw has no bool arrays".to_owned()),
+            ("tokenizer.ggml.add_bos_token", "BOOL: .llmw has no bool type".to_owned()),
+            ("tokenizer.ggml.add_eos_token", "BOOL: .llmw has no bool type".to_owned()),
+            ("tokenizer.ggml.add_sep_token", "BOOL: .llmw has no bool type".to_owned()),
+            ("tokenizer.ggml.add_space_prefix", "BOOL: .llmw has no bool type".to_owned()),
+            ("my.flags", "ARRAY of BOOL: .llmw has no bool arrays".to_owned()),
         ]
     );
     assert!(matches!(done.dropped[0].why, Unfit::Bool { value: true }));
+    assert!(matches!(done.dropped[1].why, Unfit::Bool { value: false }));
     assert_eq!(
         done.restore_args(),
         [
