@@ -289,7 +289,11 @@ class Model:
             )
         where = _native.tensor_location(self._native, name)
         if where is None:
-            raise ValueError(f"{self.path} is not a local file: Model.array maps files")
+            if not _native.is_remote(self.path):
+                raise ValueError(f"{self.path} is not a local file: Model.array maps files")
+            # A URL has no file to map: the tensor's bytes in one request, viewed read-only.
+            dtype = np.dtype(kind).newbyteorder(">" if self._native.big_endian else "<")
+            return np.frombuffer(self.read(name), dtype=dtype).reshape(tuple(t.shape))
         path, offset, big = where
         dtype = np.dtype(kind).newbyteorder(">" if big else "<")
         return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=tuple(t.shape))
@@ -402,6 +406,15 @@ def render_chat(
 def open(path: str | os.PathLike[str], profile: str = "strict") -> Model:  # noqa: A001
     """Opens the model at ``path`` (GGUF, a split GGUF set from any of its shards, or
     ``.llmw``; the format is read from the first 4 bytes), reading its header only.
+
+    ``path`` may be a URL: ``http://``, ``https://`` or ``hf://OWNER/REPO/PATH[@REVISION]``
+    (the Hugging Face Hub, or the endpoint ``HF_ENDPOINT`` names, with ``HF_TOKEN``). The
+    header comes in a few range requests and each tensor read is a request for its bytes:
+    the CLI's sources, limits and errors. A URL that cannot be read raises an ``OSError``
+    (``FileNotFoundError`` for a 404, ``PermissionError``, ``TimeoutError``,
+    ``ConnectionError``) carrying ``code`` (``remote::status`` …), ``help``, ``status`` and
+    ``url``; ``s3://``, ``gs://`` and ``az://`` need the CLI built with its ``object-store``
+    feature.
 
     ``profile`` is ``"strict"`` (the spec plus safety), ``"llama-cpp"`` (exactly what llama.cpp
     loads) or ``"lenient"`` (read damaged files, with warnings). Raises

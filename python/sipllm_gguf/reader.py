@@ -98,7 +98,8 @@ def _map_file(header: Any, name: str, mode: str) -> np.memmap:
 
 
 def _gguf_error(message: str, code: str, offset: int | None, path: str, filename: str) -> Exception:
-    err = _native.GGUFError(f"{filename}: {path}: {message} [{code}]")
+    located = f"{path}: {message}" if path else message
+    err = _native.GGUFError(f"{filename}: {located} [{code}]")
     err.code = code  # type: ignore[attr-defined]
     err.offset = offset  # type: ignore[attr-defined]
     err.length = 0  # type: ignore[attr-defined]
@@ -332,7 +333,8 @@ class GGUFReader:
     ``GGUFReader(path, mode="r")``; ``mode`` is ``numpy.memmap``'s (``"r"``, ``"r+"`` to write
     values and tensor data in place, ``"c"`` copy-on-write). Raises
     :class:`sipllm_gguf.GGUFError` (a ``ValueError``) for an invalid file, ``OSError`` for one
-    that cannot be read.
+    that cannot be read. It maps a local file: a URL raises :class:`sipllm_gguf.GGUFError`
+    (``sipllm::python::reader_url``) naming :func:`sipllm_gguf.open`, which reads URLs.
     """
 
     # I - same as host, S - swapped
@@ -344,6 +346,23 @@ class GGUFReader:
         name = os.fspath(path)
         if isinstance(name, bytes):
             name = os.fsdecode(name)
+        if _native.is_remote(name):
+            # gguf-py's reader is a map of a local file (its fields and tensors are views of
+            # it, writable with mode="r+"): a URL has none. The native API reads URLs.
+            shown = _native.shown_name(name)
+            err = _gguf_error(
+                f"GGUFReader maps a local file and cannot open a URL; use sipllm_gguf.open({shown!r}), "
+                "which reads URLs, or download the file first",
+                "sipllm::python::reader_url",
+                None,
+                "",
+                shown,
+            )
+            err.help = (  # type: ignore[attr-defined]
+                f"m = sipllm_gguf.open({shown!r}); m.metadata, m.tensors, m.values(name) read it "
+                "over range requests"
+            )
+            raise err
         header = _native.read_header(name)
         self._header = header
         self._path = name

@@ -4,18 +4,24 @@
 //! gguf-py, which raises `ValueError`, keeps working) carrying the diagnostic: `code`
 //! (`gguf::metadata::duplicate_key`), `offset` and `length` (absolute bytes), `path` (the
 //! logical path, `metadata[14] "general.file_type"`), `filename`, `help`. A file that cannot be
-//! read at all raises `OSError` (`FileNotFoundError`, `PermissionError`, …) as `open()` would.
+//! read at all raises `OSError` (`FileNotFoundError`, `PermissionError`, …) as `open()` would;
+//! a URL that cannot be read, the same classes carrying the remote error's `code`
+//! (`remote::status`, …), `help`, `status` and `url`.
 //!
 //! Values of a type that has none (`quants::unsupported_type`) raise `UnsupportedTypeError`, a
 //! subclass of both `GGUFError` and `NotImplementedError` (what gguf-py's `dequantize` raises
 //! there), so code written for either keeps catching it.
 
-use pyo3::exceptions::{PyNotImplementedError, PyOSError, PyValueError};
+use pyo3::exceptions::{
+    PyConnectionError, PyFileNotFoundError, PyNotImplementedError, PyOSError, PyPermissionError,
+    PyTimeoutError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyTuple, PyType};
 use sipllm_gguf::{Error, Warning, error::Kind};
 use sipllm_quants::DequantError;
+use sipllm_remote::{RemoteError, RemoteErrorKind};
 use sipllm_streaming::StreamError;
 
 pyo3::create_exception!(
@@ -167,8 +173,45 @@ pub(crate) fn gguf_error(py: Python<'_>, diag: &Diag, filename: Option<&str>) ->
     }
 }
 
-/// The Python exception for a streaming error: `OSError` for I/O, `GGUFError` otherwise.
+/// The Python exception for a remote failure: an `OSError` — `FileNotFoundError` for a
+/// 404, `PermissionError` for 401/403, `TimeoutError`, `ConnectionError`, else `OSError`
+/// itself — carrying `code` (`remote::status`, …), `help`, `status` (the HTTP status or
+/// `None`) and `url` (of the hop that failed, credentials redacted).
+pub(crate) fn remote_error(py: Python<'_>, r: &RemoteError, filename: &str) -> PyErr {
+    let text = match &r.url {
+        Some(_) => format!("{r} [{}]", r.code()),
+        None => format!("{filename}: {r} [{}]", r.code()),
+    };
+    let err = match (&r.kind, r.status) {
+        (RemoteErrorKind::Status, Some(404)) => PyFileNotFoundError::new_err(text),
+        (RemoteErrorKind::Status, Some(401 | 403)) => PyPermissionError::new_err(text),
+        (RemoteErrorKind::Timeout { .. } | RemoteErrorKind::OpenTimeout { .. }, _) => {
+            PyTimeoutError::new_err(text)
+        }
+        (RemoteErrorKind::Connect { .. }, _) => PyConnectionError::new_err(text),
+        _ => PyOSError::new_err(text),
+    };
+    let value = err.value(py);
+    let set = || -> PyResult<()> {
+        value.setattr("code", r.code())?;
+        value.setattr("help", r.help())?;
+        value.setattr("status", r.status)?;
+        // (Not `filename`: set, it would replace the message in `str(err)`.)
+        value.setattr("url", r.url.as_deref().unwrap_or(filename))?;
+        Ok(())
+    };
+    match set() {
+        Ok(()) => err,
+        Err(e) => e,
+    }
+}
+
+/// The Python exception for a streaming error: `OSError` for I/O (with the remote error's
+/// code and help when a URL failed, [`remote_error`]), `GGUFError` otherwise.
 pub(crate) fn stream_error(py: Python<'_>, e: &StreamError, filename: &str) -> PyErr {
+    if let Some(r) = RemoteError::find_in(e) {
+        return remote_error(py, r, filename);
+    }
     match e {
         StreamError::Open { source, .. } | StreamError::Io { source, .. } => {
             match source.raw_os_error() {

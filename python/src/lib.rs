@@ -7,7 +7,8 @@
 //!   needs: the parsed header as offsets, types and spans, so that Python can make numpy views
 //!   of its own memory map exactly where gguf-py would, but only when they are asked for.
 //! * [`model`]: the native API (`sipllm_gguf.open`, `validate`): typed metadata, lazy string
-//!   sequences, tensors and reads through the `WeightSource` seam.
+//!   sequences, tensors and reads through the `WeightSource` seam; of a file, or of a URL
+//!   (`http(s)://`, `hf://`) through sipllm-remote's `open_url`, as the CLI opens one.
 //! * [`safetensors`]: `Model.to_safetensors` (sipllm-edit's export) and where a tensor's bytes
 //!   lie on disk, for `Model.array`'s `numpy.memmap` views.
 //! * [`fit`]: the memory llama.cpp would allocate for a native model (`Model.fit`).
@@ -48,6 +49,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(strings::decode_strings, m)?)?;
     m.add_function(wrap_pyfunction!(model::open, m)?)?;
     m.add_function(wrap_pyfunction!(model::validate, m)?)?;
+    m.add_function(wrap_pyfunction!(model::is_remote, m)?)?;
+    m.add_function(wrap_pyfunction!(model::shown_name, m)?)?;
     m.add_function(wrap_pyfunction!(load::load_check, m)?)?;
     m.add_function(wrap_pyfunction!(values::dequantize, m)?)?;
     m.add_function(wrap_pyfunction!(values::row_values, m)?)?;

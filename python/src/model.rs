@@ -37,19 +37,55 @@ fn options(profile: &str) -> PyResult<OpenOptions> {
 pub(crate) struct Model {
     pub(crate) inner: Arc<sipllm_streaming::Model>,
     pub(crate) path: String,
+    /// Opened from a URL: no file to map.
+    pub(crate) remote: bool,
     /// The tensors' stored names and their positions, made on first use (`exact`).
     names: OnceLock<exact::TensorNames>,
 }
 
-/// Opens the model at `path` (its format from the first 4 bytes), reading only its header.
+/// The name a path or URL is shown by: as given, or a URL with its credentials redacted.
+pub(crate) fn shown(path: &str) -> String {
+    if sipllm_remote::is_remote(path) { sipllm_remote::url::redact(path) } else { path.to_owned() }
+}
+
+/// Opens a file, or a URL (`http://`, `https://`, `hf://`) through sipllm-remote with the
+/// CLI's defaults: the same sources, limits and errors.
+fn open_model(path: &str, opts: &OpenOptions) -> Result<sipllm_streaming::Model, StreamError> {
+    if sipllm_remote::is_remote(path) {
+        let http = sipllm_remote::HttpOptions::default();
+        return sipllm_remote::open_url(path, &http, opts).map(|r| r.model);
+    }
+    sipllm_streaming::Model::open(path, opts)
+}
+
+/// Opens the model at `path` — a file, or a URL — (its format from the first 4 bytes),
+/// reading only its header.
 #[pyfunction]
 #[pyo3(signature = (path, profile = "strict"))]
 pub(crate) fn open(py: Python<'_>, path: &str, profile: &str) -> PyResult<Model> {
     let opts = options(profile)?;
-    let model = py
-        .detach(|| sipllm_streaming::Model::open(path, &opts))
-        .map_err(|e| stream_error(py, &e, path))?;
-    Ok(Model { inner: Arc::new(model), path: path.to_owned(), names: OnceLock::new() })
+    let name = shown(path);
+    let model = py.detach(|| open_model(path, &opts)).map_err(|e| stream_error(py, &e, &name))?;
+    Ok(Model {
+        inner: Arc::new(model),
+        path: name,
+        remote: sipllm_remote::is_remote(path),
+        names: OnceLock::new(),
+    })
+}
+
+/// How `path` is shown in messages: as given, or a URL with its credentials redacted.
+#[pyfunction]
+pub(crate) fn shown_name(path: &str) -> String {
+    shown(path)
+}
+
+/// Whether `path` is a URL this package opens through range requests (`http://`,
+/// `https://`, `hf://`, and the object stores' schemes, which it refuses with a typed
+/// error).
+#[pyfunction]
+pub(crate) fn is_remote(path: &str) -> bool {
+    sipllm_remote::is_remote(path)
 }
 
 type FindingRow = (&'static str, &'static str, Option<u64>, u64, String, String, String);
@@ -73,10 +109,10 @@ fn warnings_of(model: &sipllm_streaming::Model) -> Vec<FindingRow> {
 #[pyo3(signature = (path, profile = "strict"))]
 pub(crate) fn validate(py: Python<'_>, path: &str, profile: &str) -> PyResult<Vec<FindingRow>> {
     let opts = options(profile)?;
-    match py.detach(|| sipllm_streaming::Model::open(path, &opts)) {
+    match py.detach(|| open_model(path, &opts)) {
         Ok(model) => Ok(warnings_of(&model)),
         Err(e @ (StreamError::Open { .. } | StreamError::Io { .. })) => {
-            Err(stream_error(py, &e, path))
+            Err(stream_error(py, &e, &shown(path)))
         }
         Err(e) => Ok(vec![Diag::from_stream(&e).into_tuple()]),
     }
@@ -210,7 +246,7 @@ impl Model {
         }
     }
 
-    /// The path given to `open`.
+    /// The path given to `open` (a URL with its credentials redacted).
     #[getter]
     fn path(&self) -> &str {
         &self.path
@@ -229,6 +265,12 @@ impl Model {
     #[getter]
     fn file_size(&self) -> u64 {
         self.inner.file_size()
+    }
+
+    /// Whether the file stores numbers big-endian (a big-endian GGUF; `.llmw` never does).
+    #[getter]
+    fn big_endian(&self) -> bool {
+        self.inner.endian() == Endian::Big
     }
 
     /// Number of shards: 1 except for a split GGUF set.
@@ -333,7 +375,11 @@ impl Model {
         let t = self.tensor(name)?;
         let len = t.byte_len().map_err(|e| stream_error(py, &e, &self.path))?;
         let model = &*self.inner;
-        read_bytes(py, len, &self.path, |buf| model.read_raw(t, buf).map(|_| ()))
+        read_bytes(py, len, &self.path, |buf| {
+            // From a URL: one request for exactly the tensor's bytes. Only a hint.
+            let _ = model.prefetch(t);
+            model.read_raw(t, buf).map(|_| ())
+        })
     }
 
     /// The f32 values of elements `start..stop` (row-major, default: all) of tensor `name`
@@ -370,6 +416,9 @@ impl Model {
         length: usize,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let model = &*self.inner;
-        read_bytes(py, length, &self.path, |buf| model.read_raw_at(offset, buf))
+        read_bytes(py, length, &self.path, |buf| {
+            let _ = model.prefetch_range(offset, buf.len() as u64);
+            model.read_raw_at(offset, buf)
+        })
     }
 }

@@ -80,6 +80,10 @@ pub(crate) fn tensor_location(model: &Model, name: &str) -> PyResult<Option<(Str
     let Some(t) = inner.find(name) else {
         return Err(PyKeyError::new_err(name.to_owned()));
     };
+    if model.remote {
+        // Its store is named by the URL, which is no file to map.
+        return Ok(None);
+    }
     let big = |g: &sipllm_streaming::GgufFile| g.gguf().endian() == sipllm_gguf::Endian::Big;
     Ok(match inner {
         sipllm_streaming::Model::Split(set) => set.shard_tensor(t).and_then(|(i, st)| {

@@ -286,6 +286,15 @@ pub(crate) fn tensor_values(
     if range.start == 0 && range.end == count {
         return whole_tensor(py, source, tensor, out, threads);
     }
+    // The blocks of the whole range announced once: from a URL one request (per 64 MiB) that
+    // the pieces' reads continue, instead of one per piece. Only a hint.
+    if let Some((bn, bb)) = sipllm_quants::block_layout(tensor.ggml_type) {
+        let (bn, bb) = (bn as u64, bb as u64);
+        let (first, end) = (range.start / bn, range.end.div_ceil(bn));
+        if let Some(start) = tensor.abs_offset.checked_add(first.saturating_mul(bb)) {
+            let _ = source.prefetch_range(start, (end - first).saturating_mul(bb));
+        }
+    }
     let mut at = 0;
     let mut buf = Vec::new();
     while at < n {
@@ -331,6 +340,9 @@ fn whole_tensor(
     }
     let chunk = (VALUES_CHUNK_BYTES / bb).max(1) * bb;
     let mut raw = vec![0u8; chunk.min(len)];
+    // Exactly the tensor's bytes announced: from a URL one request per 64 MiB and none past
+    // its end. Only a hint.
+    let _ = source.prefetch(tensor);
     let (mut done, mut at) = (0usize, 0usize);
     while done < len {
         let k = chunk.min(len - done);

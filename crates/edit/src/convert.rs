@@ -5,7 +5,9 @@
 //! those → `i64`/`f64`/string arrays. `BOOL`, arrays of bools and arrays of arrays have no
 //! `.llmw` form: every such key is reported ([`ConvertError::Unsupported`], each with why) and
 //! nothing is written — unless [`ConvertOptions::drop_unsupported`], which leaves them out and
-//! says which. [`PADDING_KEY`] (the padding of an in-place edit, a layout artifact) is left
+//! says which ([`Converted::dropped`]), with the value of each bool left out and the
+//! `sipllm edit` options that put them back in a GGUF ([`Converted::restore_args`]): every
+//! real model has the four `tokenizer.ggml.add_*_token` bools. [`PADDING_KEY`] (the padding of an in-place edit, a layout artifact) is left
 //! out. Tensors keep their bytes; dims are reversed to row-major (a GGUF scalar, with no dims,
 //! becomes `[1]`); data is streamed through the `.llmw` writer's buffer.
 //!
@@ -56,8 +58,11 @@ pub enum Unfit {
     Padding,
     /// The key is not UTF-8 text.
     KeyNotUtf8,
-    /// A `BOOL`.
-    Bool,
+    /// A `BOOL`, with its value (for [`Dropped::restore`]).
+    Bool {
+        /// The value left out.
+        value: bool,
+    },
     /// A `STRING` that is not UTF-8 text.
     StringNotUtf8,
     /// An array longer than `.llmw`'s `u32` counts.
@@ -65,8 +70,11 @@ pub enum Unfit {
         /// Its length.
         len: u64,
     },
-    /// An `ARRAY of BOOL`.
-    BoolArray,
+    /// An `ARRAY of BOOL`, with its values (for [`Dropped::restore`]).
+    BoolArray {
+        /// The values left out, in order.
+        values: Vec<bool>,
+    },
     /// An `ARRAY of ARRAY`.
     NestedArray,
     /// An element of an `ARRAY of STRING` that is not UTF-8 text.
@@ -96,10 +104,12 @@ impl fmt::Display for Unfit {
         match self {
             Unfit::Padding => f.write_str("padding of an in-place edit (layout only)"),
             Unfit::KeyNotUtf8 => f.write_str("the key is not UTF-8 text"),
-            Unfit::Bool => f.write_str("BOOL: .llmw has no bool type"),
+            // (The value is in the variant, for `Dropped::restore`; the message stays the
+            // one the CLI's golden transcripts show.)
+            Unfit::Bool { .. } => f.write_str("BOOL: .llmw has no bool type"),
             Unfit::StringNotUtf8 => f.write_str("a STRING that is not UTF-8 text"),
             Unfit::TooLong { len } => write!(f, "an array of {len} elements; .llmw counts are u32"),
-            Unfit::BoolArray => f.write_str("ARRAY of BOOL: .llmw has no bool arrays"),
+            Unfit::BoolArray { .. } => f.write_str("ARRAY of BOOL: .llmw has no bool arrays"),
             Unfit::NestedArray => f.write_str("ARRAY of ARRAY: .llmw has no nested arrays"),
             Unfit::ElementNotUtf8 { index } => {
                 write!(f, "element {index} of an ARRAY of STRING is not UTF-8 text")
@@ -126,6 +136,32 @@ pub struct Dropped {
     pub why: Unfit,
 }
 
+impl Dropped {
+    /// The `sipllm edit` option that puts the value back into a GGUF made from the output
+    /// (`.llmw` → GGUF), for a value `.llmw` cannot hold but GGUF can: a bool
+    /// (`["--set", "tokenizer.ggml.add_bos_token=bool:true"]`) or an array of bools
+    /// (`["--set-array", "k=bool:true,false"]`). `None` for the rest (the padding pair, text
+    /// that is not UTF-8, values too large for `.llmw`, nested arrays).
+    pub fn restore(&self) -> Option<[String; 2]> {
+        match &self.why {
+            Unfit::Bool { value } => {
+                Some(["--set".into(), format!("{}={}", self.key, bool_arg(*value))])
+            }
+            // An empty list has no `--set-array` form.
+            Unfit::BoolArray { values } if !values.is_empty() => {
+                let list: Vec<&str> =
+                    values.iter().map(|v| if *v { "true" } else { "false" }).collect();
+                Some(["--set-array".into(), format!("{}=bool:{}", self.key, list.join(","))])
+            }
+            _ => None,
+        }
+    }
+}
+
+fn bool_arg(value: bool) -> &'static str {
+    if value { "bool:true" } else { "bool:false" }
+}
+
 /// What a conversion wrote.
 #[derive(Debug)]
 pub struct Converted {
@@ -141,6 +177,16 @@ pub struct Converted {
     pub data_bytes: u64,
     /// Keys left out, and why.
     pub dropped: Vec<Dropped>,
+}
+
+impl Converted {
+    /// The `sipllm edit` options that put back, in a GGUF converted from the output, every
+    /// left-out value GGUF can hold ([`Dropped::restore`]), in key order: after
+    /// `convert --drop-unsupported m.gguf m.llmw` and `convert m.llmw back.gguf`,
+    /// `sipllm edit back.gguf -o fixed.gguf` with them gives the keys back.
+    pub fn restore_args(&self) -> Vec<String> {
+        self.dropped.iter().filter_map(Dropped::restore).flatten().collect()
+    }
 }
 
 /// A conversion that cannot be done, or whose output failed. Nothing was written (or the
@@ -301,14 +347,17 @@ fn to_llmw(value: MetaValue<'_>) -> Result<LlmwValue<'_>, Unfit> {
     Ok(match value {
         MetaValue::Float32(x) => LlmwValue::F64(f64::from(x)),
         MetaValue::Float64(x) => LlmwValue::F64(x),
-        MetaValue::Bool(_) => return Err(Unfit::Bool),
+        MetaValue::Bool(value) => return Err(Unfit::Bool { value }),
         MetaValue::String(s) => LlmwValue::Str(s.as_str().ok_or(Unfit::StringNotUtf8)?),
         MetaValue::Array(a) => {
             if u32::try_from(a.len()).is_err() {
                 return Err(Unfit::TooLong { len: a.len() });
             }
             match a.elem_type() {
-                ValueType::Bool => return Err(Unfit::BoolArray),
+                ValueType::Bool => {
+                    let values = a.iter().map(|v| matches!(v, MetaValue::Bool(true))).collect();
+                    return Err(Unfit::BoolArray { values });
+                }
                 ValueType::Array => return Err(Unfit::NestedArray),
                 ValueType::String => {
                     let mut v = Vec::new();
@@ -691,7 +740,7 @@ mod tests {
             ConvertError::BigEndian,
             ConvertError::Unsupported {
                 to: Format::Llmw,
-                keys: vec![Dropped { key: "k".into(), why: Unfit::Bool }],
+                keys: vec![Dropped { key: "k".into(), why: Unfit::Bool { value: true } }],
             },
             ConvertError::Tensors { tensors: vec![] },
             ConvertError::LlmwLayout(sipllm_llmw::WriteError::EmptyKey),

@@ -85,6 +85,15 @@ pub enum RemoteErrorKind {
         /// Why.
         why: String,
     },
+    /// An object store's endpoint is plain `http://` and the variable that allows it
+    /// (`AWS_ALLOW_HTTP` for S3) is not set: refused before any request (`object_store`
+    /// alone fails it with "HTTP error: builder error").
+    HttpNotAllowed {
+        /// The endpoint, redacted.
+        endpoint: String,
+        /// The environment variable that allows it.
+        variable: &'static str,
+    },
     /// An object store (`object_store`) error.
     ObjectStore {
         /// Its message.
@@ -111,6 +120,7 @@ impl RemoteErrorKind {
             RemoteErrorKind::Encoded { .. } => "remote::encoded",
             RemoteErrorKind::TooManyRedirects { .. } => "remote::too_many_redirects",
             RemoteErrorKind::BadRedirect { .. } => "remote::bad_redirect",
+            RemoteErrorKind::HttpNotAllowed { .. } => "remote::http_not_allowed",
             RemoteErrorKind::ObjectStore { .. } => "remote::object_store",
         }
     }
@@ -159,6 +169,10 @@ impl fmt::Display for RemoteErrorKind {
                 write!(f, "more than {max} redirects")
             }
             RemoteErrorKind::BadRedirect { why } => write!(f, "redirect not followed: {why}"),
+            RemoteErrorKind::HttpNotAllowed { endpoint, variable } => write!(
+                f,
+                "the endpoint {endpoint} is plain http://, and {variable} is not set to allow it"
+            ),
             RemoteErrorKind::ObjectStore { detail } => write!(f, "object store: {detail}"),
         }
     }
@@ -284,9 +298,9 @@ impl Kind for RemoteError {
                 hf://OWNER/REPO/PATH[@REVISION] (the Hub's endpoint from HF_ENDPOINT)"
             }
             (RemoteErrorKind::Unsupported { .. }, _) => {
-                "rebuild with `--features object-store` \
-                (cargo install sipllm-cli --features object-store), or use the object's \
-                https:// or presigned URL"
+                "install the build with the `object-store` feature (from the checkout: cargo \
+                install --locked --path crates/cli --features object-store), or use the \
+                object's https:// or presigned URL"
             }
             (RemoteErrorKind::Connect { .. }, _) => {
                 "check the host name, the port and the network; the request was retried"
@@ -343,6 +357,10 @@ impl Kind for RemoteError {
             (RemoteErrorKind::BadRedirect { .. }, _) => {
                 "use the final URL directly if you trust it"
             }
+            (RemoteErrorKind::HttpNotAllowed { .. }, _) => {
+                "set AWS_ALLOW_HTTP=true to reach a plain-HTTP endpoint (a local S3 server: \
+                MinIO, moto, LocalStack), or give an https:// endpoint in AWS_ENDPOINT_URL"
+            }
             (RemoteErrorKind::ObjectStore { .. }, _) => {
                 "check the bucket, the key and the \
                 credentials in the environment (AWS_*, GOOGLE_*, AZURE_* as object_store reads \
@@ -392,6 +410,7 @@ mod tests {
             RemoteErrorKind::Encoded { encoding: "gzip".into() },
             RemoteErrorKind::TooManyRedirects { max: 5 },
             RemoteErrorKind::BadRedirect { why: "w".into() },
+            RemoteErrorKind::HttpNotAllowed { endpoint: "http://h".into(), variable: "V" },
             RemoteErrorKind::ObjectStore { detail: "d".into() },
         ];
         for k in &all {
@@ -411,6 +430,7 @@ mod tests {
                 | RemoteErrorKind::Encoded { .. }
                 | RemoteErrorKind::TooManyRedirects { .. }
                 | RemoteErrorKind::BadRedirect { .. }
+                | RemoteErrorKind::HttpNotAllowed { .. }
                 | RemoteErrorKind::ObjectStore { .. } => {}
             }
         }

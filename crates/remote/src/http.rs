@@ -506,6 +506,11 @@ impl HttpSource {
             let end = pos + span;
             st.stream = Some(self.open_stream(st, pos, end, deadline)?);
             st.last_stream_end = end;
+            if hinted.is_some_and(|(_, b)| end >= b) {
+                // The announced range is all requested: it no longer keeps a narrower
+                // announcement (a later read of a part of it) from taking its place.
+                st.hint = None;
+            }
         }
         st.last_read_end = offset + len;
         Ok(())
@@ -593,10 +598,17 @@ impl ReadAt for HttpSource {
     }
 
     /// Announces a range: the next read inside it opens one request to its end (at most
-    /// [`HttpOptions::max_request`]) instead of one per read.
+    /// [`HttpOptions::max_request`]) instead of one per read. A range inside the one
+    /// announced last, while that one is not yet all requested, keeps it: a caller that
+    /// announces a whole tensor and then reads it in pieces that each announce themselves
+    /// (the values reads) still gets one request per 64 MiB, not one per piece.
     fn prefetch(&self, offset: u64, len: u64) -> io::Result<()> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        st.hint = Some((offset, offset.saturating_add(len).min(self.len)));
+        let new = (offset, offset.saturating_add(len).min(self.len));
+        match st.hint {
+            Some((a, b)) if a <= new.0 && new.1 <= b => {}
+            _ => st.hint = Some(new),
+        }
         Ok(())
     }
 }

@@ -8,7 +8,8 @@
 //! * [`RemoteUrl`] parses the URL forms; `hf://` resolves as `huggingface_hub` does, against
 //!   `HF_ENDPOINT` with `HF_TOKEN`.
 //! * [`open_model`] opens a remote model whatever its format, and a shard of a split set as
-//!   the whole set (the other shards' URLs derived from its name).
+//!   the whole set (the other shards' URLs derived from its name); [`open_url`] does it from
+//!   the URL as a person types it (what the CLI and the Python package call).
 //! * [`RemoteError`] carries a stable code (`remote::range_ignored`, …), the URL (credentials
 //!   redacted), the HTTP status and the hop; it travels inside the `io::Error` of a read.
 //!
@@ -53,7 +54,7 @@ pub use error::{RemoteError, RemoteErrorKind};
 pub use http::{HttpOptions, HttpSource, HttpStats};
 #[cfg(feature = "object-store")]
 pub use object::ObjectSource;
-pub use open::{RemoteModel, fetch_to_file, open_any, open_model, open_source};
+pub use open::{RemoteModel, fetch_to_file, open_any, open_model, open_source, open_url};
 /// The shared error contract ([`RemoteError`] implements it: `code()`, `help()`).
 pub use sipllm_streaming::Kind;
 pub use url::{HttpUrl, RemoteUrl, is_remote};

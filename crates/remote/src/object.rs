@@ -6,7 +6,9 @@
 //!
 //! Each store is configured from the environment the way `object_store` reads it
 //! (`AmazonS3Builder::from_env`: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
-//! `AWS_ENDPOINT`, `AWS_ALLOW_HTTP`, …; `GOOGLE_*` for GCS; `AZURE_*` for Azure).
+//! `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`, …; `GOOGLE_*` for GCS; `AZURE_*` for Azure). A
+//! plain `http://` S3 endpoint without `AWS_ALLOW_HTTP=true` is refused before any request,
+//! naming the variable (`remote::http_not_allowed`).
 
 use std::fmt;
 use std::io;
@@ -61,6 +63,31 @@ fn store_error(url: &str, e: &object_store::Error) -> RemoteError {
     }
 }
 
+/// A plain `http://` S3 endpoint (`AWS_ENDPOINT_URL`, `AWS_ENDPOINT`, `aws_endpoint`) without
+/// `AWS_ALLOW_HTTP` (`allow_http`) set true: [`RemoteErrorKind::HttpNotAllowed`], before any
+/// request — `object_store` would fail its first request with "HTTP error: builder error",
+/// which names neither variable.
+fn refuse_plain_http(b: &object_store::aws::AmazonS3Builder) -> Result<(), RemoteError> {
+    use object_store::ClientConfigKey;
+    use object_store::aws::AmazonS3ConfigKey;
+    let Some(endpoint) = b.get_config_value(&AmazonS3ConfigKey::Endpoint) else { return Ok(()) };
+    let plain = endpoint.trim().get(..7).is_some_and(|s| s.eq_ignore_ascii_case("http://"));
+    let allowed = b
+        .get_config_value(&AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp))
+        .is_some_and(|v| {
+            // object_store's own reading of a boolean.
+            matches!(v.to_ascii_lowercase().as_str(), "1" | "true" | "on" | "yes" | "y")
+        });
+    if plain && !allowed {
+        let endpoint = crate::redact::redact(endpoint.trim());
+        return Err(RemoteError::new(RemoteErrorKind::HttpNotAllowed {
+            endpoint,
+            variable: "AWS_ALLOW_HTTP",
+        }));
+    }
+    Ok(())
+}
+
 impl ObjectSource {
     /// Opens the object `url` names (an [`RemoteUrl::ObjectStore`]), configured from the
     /// environment: one `HEAD` for its size and `ETag`.
@@ -93,6 +120,7 @@ impl ObjectSource {
                 for (k, v) in config {
                     b = b.with_config(k.parse().map_err(|e| bad_key(k, e))?, *v);
                 }
+                refuse_plain_http(&b).map_err(|e| e.with_url(&shown))?;
                 Arc::new(b.build().map_err(err)?)
             }
             "gs" => {

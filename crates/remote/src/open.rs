@@ -157,6 +157,37 @@ pub fn open_model(
     Ok(model)
 }
 
+/// Opens the model a URL string names, as every front end does (the CLI, the Python
+/// package): `url` parsed with the Hub's endpoint from `HF_ENDPOINT`
+/// ([`RemoteUrl::parse_env`]), then [`open_model`] — the same sources, limits (`http`) and
+/// errors wherever it is called from. A URL that does not parse (or names a scheme this
+/// build cannot open) is a [`StreamError::Open`] naming it, credentials redacted, around the
+/// [`RemoteError`] ([`RemoteError::find_in`] finds it, with its code and help).
+///
+/// ```no_run
+/// use sipllm_remote::{HttpOptions, open_url};
+/// use sipllm_streaming::{OpenOptions, WeightSource};
+///
+/// let remote = open_url(
+///     "hf://ggml-org/models/tinyllamas/stories15M-q4_0.gguf",
+///     &HttpOptions::default(),
+///     &OpenOptions::default(),
+/// )?;
+/// println!("{} tensors", remote.model.tensors().len());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn open_url(
+    url: &str,
+    http: &HttpOptions,
+    options: &OpenOptions,
+) -> Result<RemoteModel, StreamError> {
+    let parsed = RemoteUrl::parse_env(url).map_err(|e| StreamError::Open {
+        path: PathBuf::from(crate::url::redact(url)),
+        source: e.into_io(),
+    })?;
+    open_model(&parsed, http, options)
+}
+
 fn open_model_in(
     url: &RemoteUrl,
     http: &HttpOptions,

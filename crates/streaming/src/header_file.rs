@@ -210,6 +210,10 @@ impl<C: Container> WeightSource for HeaderFile<C> {
         self.store.prefetch(tensor)
     }
 
+    fn prefetch_range(&self, abs_offset: u64, len: u64) -> Result<(), StreamError> {
+        self.store.prefetch_range(abs_offset, len)
+    }
+
     fn file_size(&self) -> u64 {
         self.store.file_size()
     }

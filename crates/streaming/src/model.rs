@@ -351,6 +351,10 @@ impl WeightSource for Model {
         self.as_weight_source().prefetch(tensor)
     }
 
+    fn prefetch_range(&self, abs_offset: u64, len: u64) -> Result<(), StreamError> {
+        self.as_weight_source().prefetch_range(abs_offset, len)
+    }
+
     fn file_size(&self) -> u64 {
         self.as_weight_source().file_size()
     }

@@ -96,6 +96,17 @@ pub trait WeightSource: Send + Sync {
     /// A hint that `tensor` will be read soon (readahead); errors may be ignored.
     fn prefetch(&self, tensor: &TensorInfo) -> Result<(), StreamError>;
 
+    /// A hint that `len` bytes at absolute offset `abs_offset` (clamped to the file) will be
+    /// read soon, in order: `readahead` for a file, one request for exactly the range (up to
+    /// 64 MiB each) for a URL, which otherwise sizes its requests by guessing. The values
+    /// reads ([`read_f32_at`](Self::read_f32_at)) announce the blocks they read with it, so
+    /// over HTTP they fetch those bytes and none past them. Only a hint: the default does
+    /// nothing, and errors may be ignored.
+    fn prefetch_range(&self, abs_offset: u64, len: u64) -> Result<(), StreamError> {
+        let _ = (abs_offset, len);
+        Ok(())
+    }
+
     /// The size of the underlying file in bytes.
     fn file_size(&self) -> u64;
 
@@ -112,7 +123,8 @@ pub trait WeightSource: Send + Sync {
     ///
     /// Reads through [`read_raw_at`](Self::read_raw_at) in chunks of whole blocks of at most
     /// [`VALUES_CHUNK_BYTES`](crate::VALUES_CHUNK_BYTES), so besides the returned values it
-    /// holds one chunk, whatever the tensor's size. Types without values (integers, unknown
+    /// holds one chunk, whatever the tensor's size; the tensor's bytes are announced first
+    /// ([`prefetch_range`](Self::prefetch_range)). Types without values (integers, unknown
     /// codes) are [`TensorError::Dequant`]; values that cannot be allocated are
     /// [`StreamError::TooLarge`].
     fn read_f32(&self, tensor: &TensorInfo) -> Result<crate::Values, StreamError> {
@@ -122,7 +134,10 @@ pub trait WeightSource: Send + Sync {
     /// Values `range` (element indices, row-major, `range.end` exclusive) of `tensor` into
     /// `dst`, whose length must be the range's. A range may start and end inside a block;
     /// only the blocks it touches are read, in bounded chunks as in
-    /// [`read_f32`](Self::read_f32).
+    /// [`read_f32`](Self::read_f32), announced first as one range
+    /// ([`prefetch_range`](Self::prefetch_range)): over HTTP, exactly those bytes. A caller
+    /// reading a tensor in many such calls announces the whole of it first, and the calls
+    /// continue that one request.
     fn read_f32_at(
         &self,
         tensor: &TensorInfo,

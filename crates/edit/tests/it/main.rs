@@ -1,5 +1,6 @@
 //! The write side's integration tests, built as one binary.
 
+mod convert;
 mod in_place;
 mod safetensors;
 mod split;

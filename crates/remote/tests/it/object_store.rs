@@ -137,3 +137,33 @@ fn s3_objects_read_like_files_and_a_change_is_refused() {
     let e = ObjectSource::open_with(&missing, &config).unwrap_err();
     assert_eq!((e.code(), e.status), ("remote::object_store", Some(404)), "{e}");
 }
+
+/// A plain-HTTP endpoint without `allow_http` (`AWS_ALLOW_HTTP`) is refused before any
+/// request, naming the variable, where `object_store` alone says "HTTP error: builder
+/// error". Needs no server: nothing is sent.
+#[test]
+fn a_plain_http_endpoint_without_allow_http_names_the_variable() {
+    let url = RemoteUrl::parse("s3://models/dir/m.gguf", None).unwrap();
+    let config = |allow: &'static str| {
+        [
+            // A closed port: were anything sent, the error would be a connection's.
+            ("aws_endpoint_url", "http://127.0.0.1:9"),
+            ("allow_http", allow),
+            ("aws_access_key_id", "test"),
+            ("aws_secret_access_key", "test"),
+            ("aws_region", "us-east-1"),
+            ("aws_metadata_endpoint", "http://127.0.0.1:9"),
+        ]
+    };
+    // (`allow_http` given as false overrides an AWS_ALLOW_HTTP the environment may set.)
+    let e = ObjectSource::open_with(&url, &config("false")).unwrap_err();
+    assert_eq!(e.code(), "remote::http_not_allowed", "{e}");
+    let shown = e.to_string();
+    assert!(shown.contains("AWS_ALLOW_HTTP") && shown.contains("http://127.0.0.1:9"), "{shown}");
+    assert!(shown.contains("s3://models/dir/m.gguf"), "{shown}");
+    assert!(e.help().contains("AWS_ALLOW_HTTP=true"), "{}", e.help());
+    assert!(!shown.contains("builder error"), "{shown}");
+    // Through the streaming layer's error, as the CLI shows it.
+    let io = e.clone().into_io();
+    assert_eq!(RemoteError::find_in(&io).map(|r| r.code()), Some("remote::http_not_allowed"));
+}

@@ -523,6 +523,24 @@ impl WeightSource for SplitFile {
         shard.file.prefetch(local)
     }
 
+    /// Each shard's part of the range, in its own file's offsets.
+    fn prefetch_range(&self, abs_offset: u64, len: u64) -> Result<(), StreamError> {
+        let end = abs_offset.saturating_add(len).min(self.file_size);
+        let mut pos = abs_offset;
+        while pos < end {
+            let Some((s, local)) = self.locate(pos) else { break };
+            let Some(shard) = self.shards.get(s) else { break };
+            let room = shard.file.file_size().saturating_sub(local);
+            if room == 0 {
+                break;
+            }
+            let n = room.min(end - pos);
+            shard.file.prefetch_range(local, n)?;
+            pos += n;
+        }
+        Ok(())
+    }
+
     fn file_size(&self) -> u64 {
         self.file_size
     }
