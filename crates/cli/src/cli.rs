@@ -19,6 +19,10 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
 
+    /// No progress bars (they are drawn on standard error, and only when it is a terminal).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+
     /// The command.
     #[command(subcommand)]
     pub command: Command,
@@ -287,8 +291,9 @@ pub struct TensorsArgs {
     pub json: bool,
 
     /// Read every listed tensor's values and print min, max, mean, standard deviation and
-    /// NaN/Inf counts (streaming; a progress bar on a terminal).
-    #[arg(long, conflicts_with = "json")]
+    /// NaN/Inf counts (streaming; a progress bar on a terminal; with --json, a JSON array
+    /// of one record per tensor).
+    #[arg(long)]
     pub stats: bool,
 
     /// `--shard-only`: read one shard of a split set alone.

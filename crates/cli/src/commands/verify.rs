@@ -20,7 +20,6 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sha1::Digest as _;
 use sipllm_streaming::{StreamError, WeightSource};
 
@@ -479,7 +478,7 @@ fn hash_model(
 ) -> Result<Hashes, Box<(String, sipllm_streaming::StreamError)>> {
     let tensors = source.tensors();
     let total: u64 = tensors.iter().filter_map(|t| t.nbytes).fold(0, u64::saturating_add);
-    let bar = progress_bar(ctx, total);
+    let bar = crate::progress::bar(ctx, total);
     let mut model: Vec<Hasher> = kinds.iter().map(|&k| Hasher::new(k)).collect();
     let mut out = Vec::with_capacity(tensors.len());
     let mut buf = vec![0u8; BUFFER];
@@ -666,22 +665,6 @@ pub fn compare(expected: &[ManifestLine], actual: &[ManifestLine]) -> Vec<String
         }
     }
     diffs
-}
-
-fn progress_bar(ctx: &Ctx, total: u64) -> ProgressBar {
-    if !ctx.stderr_is_tty {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    let template = if ctx.color_stderr {
-        "{bar:40.cyan/blue} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}"
-    } else {
-        "{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}"
-    };
-    if let Ok(style) = ProgressStyle::with_template(template) {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar
 }
 
 fn duration(d: Duration) -> String {
