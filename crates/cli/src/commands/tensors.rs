@@ -33,7 +33,7 @@ pub fn run(args: &TensorsArgs, ctx: &Ctx) -> io::Result<Exit> {
     if args.json {
         write_line(&mut out, &TensorList(&tensors))?;
     } else {
-        tensor_table(&mut out, &tensors)?;
+        tensor_table(&mut out, &tensors, ctx.fit)?;
     }
     out.flush()?;
     Ok(Exit::Ok)

@@ -313,7 +313,7 @@ fn stat_record<'a>(row: &StatRow<'a>) -> StatRecord<'a> {
 }
 
 /// The text table of `tensors --stats`, fitted to `width` when given: names are cut in the
-/// middle down to 24 columns, then the shape and the type left out (a note says so).
+/// middle down to 20 columns, then the shape and the type left out (a note says so).
 fn stats_table(out: &mut dyn Write, rows: &[StatRow<'_>], width: Option<usize>) -> io::Result<()> {
     let mut table = Table::new(&[
         ("#", Align::Right),
@@ -327,7 +327,7 @@ fn stats_table(out: &mut dyn Write, rows: &[StatRow<'_>], width: Option<usize>) 
         ("nan", Align::Right),
         ("inf", Align::Right),
     ]);
-    table.shrinkable("name", 24, Cut::Middle).optional("shape", 0).optional("type", 1);
+    table.shrinkable("name", 20, Cut::Middle).optional("shape", 0).optional("type", 1);
     for row in rows {
         let t = row.tensor;
         let shape =
@@ -365,7 +365,8 @@ fn stats_table(out: &mut dyn Write, rows: &[StatRow<'_>], width: Option<usize>) 
 }
 
 /// A statistic in plain decimal, five significant digits (`26.346`, `-0.0012346`, `0`),
-/// trailing zeros dropped; an exponent only below 1e-4 (`1.2346e-7`) or from 1e15 on.
+/// trailing zeros dropped; an exponent only below 1e-4 or from 1e15 on, with four
+/// significant digits (`1.235e-7`).
 pub fn decimal(x: f64) -> String {
     if x == 0.0 {
         return "0".to_owned();
@@ -375,8 +376,8 @@ pub fn decimal(x: f64) -> String {
     }
     let a = x.abs();
     if !(1e-4..1e15).contains(&a) {
-        let text = format!("{x:.4e}");
-        // `1.2000e-7` -> `1.2e-7`.
+        let text = format!("{x:.3e}");
+        // `1.200e-7` -> `1.2e-7`.
         return match text.split_once('e') {
             Some((m, e)) if m.contains('.') => {
                 format!("{}e{e}", m.trim_end_matches('0').trim_end_matches('.'))
@@ -445,7 +446,8 @@ mod tests {
         assert_eq!(decimal(-0.001_234_567), "-0.0012346");
         assert_eq!(decimal(0.0), "0");
         assert_eq!(decimal(-0.000_01), "-1e-5");
-        assert_eq!(decimal(1.234_567e-7), "1.2346e-7");
+        assert_eq!(decimal(1.234_567e-7), "1.235e-7");
+        assert_eq!(decimal(-3.002_44e36), "-3.002e36");
         assert_eq!(decimal(2_436_096.0), "2436096");
         assert_eq!(decimal(1e20), "1e20");
         assert_eq!(decimal(-0.000_000_000_000_000_1), "-1e-16");

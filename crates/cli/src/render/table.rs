@@ -103,7 +103,7 @@ struct Column {
     align: Align,
     /// May be left out to fit, lowest rank first.
     optional: Option<u8>,
-    /// May be cut down to this many columns, in the order the columns were made shrinkable.
+    /// May be cut (down to the smallest minimum it was given), and how.
     shrink: Option<(usize, Cut)>,
 }
 
@@ -111,8 +111,8 @@ struct Column {
 #[derive(Debug, Clone, Default)]
 pub struct Table {
     columns: Vec<Column>,
-    /// Shrinkable columns in the order they give up width.
-    shrink_order: Vec<usize>,
+    /// Shrinkable columns in the order they give up width, each down to its minimum there.
+    shrink_order: Vec<(usize, usize)>,
     rows: Vec<Vec<String>>,
 }
 
@@ -136,11 +136,13 @@ impl Table {
     }
 
     /// Lets [`Table::write_fit`] cut the cells of column `header` down to `min` columns;
-    /// columns give up width in the order this is called.
+    /// columns give up width in the order this is called (a column may come again with a
+    /// smaller minimum: first down to 40, then others, then down to 24).
     pub fn shrinkable(&mut self, header: &str, min: usize, how: Cut) -> &mut Table {
         if let Some(i) = self.columns.iter().position(|c| c.header == header) {
-            self.columns[i].shrink = Some((min, how));
-            self.shrink_order.push(i);
+            let least = self.columns[i].shrink.map_or(min, |(m, _)| m.min(min));
+            self.columns[i].shrink = Some((least, how));
+            self.shrink_order.push((i, min));
         }
         self
     }
@@ -213,10 +215,11 @@ impl Table {
                 return;
             }
             let slack: usize = self
-                .shrink_order
+                .columns
                 .iter()
-                .filter(|&&i| shown[i])
-                .map(|&i| widths[i].saturating_sub(self.columns[i].shrink.map_or(0, |s| s.0)))
+                .enumerate()
+                .filter(|(i, _)| shown[*i])
+                .filter_map(|(i, c)| c.shrink.map(|(min, _)| widths[i].saturating_sub(min)))
                 .sum();
             let next_optional = self
                 .columns
@@ -230,11 +233,10 @@ impl Table {
                 Some(i) if slack < over => shown[i] = false,
                 _ => {
                     let mut over = over;
-                    for &i in &self.shrink_order {
+                    for &(i, min) in &self.shrink_order {
                         if over == 0 || !shown[i] {
                             continue;
                         }
-                        let min = self.columns[i].shrink.map_or(0, |s| s.0);
                         let give = widths[i].saturating_sub(min).min(over);
                         widths[i] -= give;
                         over -= give;
