@@ -227,6 +227,17 @@ pub struct InspectArgs {
     #[arg(long, value_name = "GLOB")]
     pub filter: Option<String>,
 
+    /// Print the value of this one metadata key alone, escaped (strings quoted, arrays
+    /// whole), e.g. --key general.name.
+    #[arg(long, value_name = "KEY", conflicts_with_all = ["json", "filter", "no_tensors"])]
+    pub key: Option<String>,
+
+    /// With --key: the value exactly as stored and nothing added (no quotes, no newline): a
+    /// string's bytes, e.g. `--key tokenizer.chat_template --raw > template.jinja`, or a
+    /// number's text. Not for arrays. On a terminal, control characters are still escaped.
+    #[arg(long, requires = "key")]
+    pub raw: bool,
+
     /// `--shard-only`: read one shard of a split set alone.
     #[arg(long, help = SHARD_ONLY)]
     pub shard_only: bool,

@@ -46,6 +46,9 @@ pub fn run(args: &InspectArgs, ctx: &Ctx) -> io::Result<Exit> {
         }
     }
     let view = crate::view::of(&opened);
+    if let Some(key) = &args.key {
+        return one_key(&view, opened.name(), key, args.raw, ctx);
+    }
     let config = crate::view::config(&opened);
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
@@ -83,6 +86,50 @@ pub fn run(args: &InspectArgs, ctx: &Ctx) -> io::Result<Exit> {
         }
         warnings(&mut out, &view, fit)?;
         llama_cpp(&mut out, &opened, fit)?;
+    }
+    out.flush()?;
+    Ok(Exit::Ok)
+}
+
+/// `inspect --key KEY [--raw]`: one value alone. A key the file lacks is a usage error (exit
+/// code 2) naming the nearest key there is.
+fn one_key(view: &View<'_>, name: &str, key: &str, raw: bool, ctx: &Ctx) -> io::Result<Exit> {
+    let Some(value) = view.get(key) else {
+        let keys = view.entries.iter().map(|e| e.key);
+        let hint = crate::commands::did_you_mean(key.as_bytes(), keys);
+        return Ok(crate::commands::usage_error(&format!(
+            "{} has no metadata key {}{hint} (`sipllm inspect {}` lists them)",
+            escape::str(name),
+            escape::quoted(key.as_bytes()),
+            escape::str(name),
+        )));
+    };
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    if !raw {
+        writeln!(out, "{}", one_line(value, Budget::FULL))?;
+        return Ok(Exit::Ok);
+    }
+    let bytes: Vec<u8> = match value {
+        Val::Str(s) => s.to_vec(),
+        Val::Array(a) => {
+            return Ok(crate::commands::usage_error(&format!(
+                "--raw prints one string or number, and {} is an array of {} {} (without \
+                 --raw: every element, escaped; --json --filter KEY: as JSON)",
+                escape::quoted(key.as_bytes()),
+                group(a.len),
+                a.elem_type
+            )));
+        }
+        scalar => one_line(scalar, Budget::FULL).into_bytes(),
+    };
+    if ctx.stdout_is_tty {
+        // Exact bytes are for pipes and files: a terminal gets each line escaped.
+        let lines: Vec<String> =
+            bytes.split(|&b| b == b'\n').map(|l| escape::text(l).into_owned()).collect();
+        out.write_all(lines.join("\n").as_bytes())?;
+    } else {
+        out.write_all(&bytes)?;
     }
     out.flush()?;
     Ok(Exit::Ok)
@@ -155,8 +202,38 @@ fn summary(
         }
     }
 
+    special_tokens(out, view, fit)?;
     if !view.tensors.is_empty() {
         parameters(out, &view.tensors, fit)?;
+    }
+    Ok(())
+}
+
+/// The special tokens by role, id and text (`bos  2  "<bos>"`), escaped.
+fn special_tokens(out: &mut dyn Write, view: &View<'_>, fit: Option<usize>) -> io::Result<()> {
+    let tokens = view.special_tokens();
+    if tokens.is_empty() {
+        return Ok(());
+    }
+    let vocabulary = view.get("tokenizer.ggml.tokens").is_some();
+    writeln!(out, "\nspecial tokens")?;
+    let mut table =
+        Table::new(&[("role", Align::Left), ("id", Align::Right), ("text", Align::Left)]);
+    for t in &tokens {
+        let text = match t.text {
+            Some(text) => escape::quoted(text),
+            None if vocabulary => "(not in the vocabulary)".to_owned(),
+            None => "(no vocabulary)".to_owned(),
+        };
+        table.row(vec![escape::name(t.role).into_owned(), t.id.to_string(), text]);
+    }
+    table.shrinkable("text", 16, Cut::End).shrinkable("role", 12, Cut::Middle);
+    // No header row: the block's title says what the columns are.
+    let mut text = Vec::new();
+    table.write_fit(&mut text, "  ", fit)?;
+    let text = String::from_utf8_lossy(&text);
+    for line in text.lines().skip(1) {
+        writeln!(out, "{line}")?;
     }
     Ok(())
 }

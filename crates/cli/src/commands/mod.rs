@@ -216,3 +216,56 @@ pub fn usage_error(msg: &str) -> Exit {
 pub fn keep(filter: Option<&Glob>, name: &[u8]) -> bool {
     filter.is_none_or(|g| g.matches(&String::from_utf8_lossy(name)))
 }
+
+/// `; did you mean "NAME"?` naming the candidate nearest to `wanted` (edit distance at most a
+/// third of its length, 2 at least), or nothing. For unknown keys and tensor names.
+pub fn did_you_mean<'a>(wanted: &[u8], candidates: impl Iterator<Item = &'a [u8]>) -> String {
+    let limit = (wanted.len() / 3).max(2);
+    let mut best: Option<(usize, &[u8])> = None;
+    for c in candidates {
+        // Names far longer or shorter cannot be near: skip them without the distance.
+        if c.len().abs_diff(wanted.len()) > limit {
+            continue;
+        }
+        let d = edit_distance(wanted, c);
+        if d <= limit && best.is_none_or(|(b, _)| d < b) {
+            best = Some((d, c));
+        }
+    }
+    best.map_or_else(String::new, |(_, c)| format!("; did you mean {}?", escape::quoted(c)))
+}
+
+/// Levenshtein distance of two byte strings (one row of the table at a time).
+fn edit_distance(a: &[u8], b: &[u8]) -> usize {
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, &x) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &y) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(x != y)).min(row[j] + 1).min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions_name_the_nearest_name() {
+        let names: [&[u8]; 3] = [b"blk.0.attn_q.weight", b"blk.0.attn_k.weight", b"output.weight"];
+        assert_eq!(
+            did_you_mean(b"blk.0.atn_q.weight", names.into_iter()),
+            "; did you mean \"blk.0.attn_q.weight\"?"
+        );
+        assert_eq!(
+            did_you_mean(b"output.weigth", names.into_iter()),
+            "; did you mean \"output.weight\"?"
+        );
+        assert_eq!(did_you_mean(b"nothing.like.it", names.into_iter()), "");
+        assert_eq!(edit_distance(b"kitten", b"sitting"), 3);
+    }
+}

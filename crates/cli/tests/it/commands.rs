@@ -238,3 +238,70 @@ fn verify_writes_and_checks_llama_gguf_hash_manifests() {
         assert_eq!(run.code, Some(2), "{}", run.transcript());
     }
 }
+
+/// A vocabulary with special tokens and a chat template holding every awkward byte.
+fn tokens_file(template: &str) -> Vec<u8> {
+    use sipllm_testkit::{GgufBuilder, Value};
+    GgufBuilder::new()
+        .kv("general.architecture", Value::str("llama"))
+        .kv("tokenizer.ggml.tokens", Value::strings(["<unk>", "<s>", "</s>", "<\x1b[31m>"]))
+        .kv("tokenizer.ggml.bos_token_id", Value::Uint32(1))
+        .kv("tokenizer.ggml.eos_token_id", Value::Uint32(2))
+        .kv("tokenizer.ggml.eot_token_id", Value::Uint32(3))
+        .kv("tokenizer.ggml.padding_token_id", Value::Uint32(99))
+        .kv("tokenizer.chat_template", Value::str(template))
+        .kv("llama.context_length", Value::Uint32(4096))
+        .build()
+}
+
+/// Issue 30 item 9: `inspect` names the special tokens (escaped), and `--key KEY [--raw]`
+/// prints one value: escaped and quoted, or exactly the stored bytes with nothing added.
+#[test]
+fn inspect_names_special_tokens_and_prints_one_key() {
+    let dir = temp_dir("inspect-key");
+    let template = "{{ bos_token }}\r\n\t{% if x %}\"quoted\" \\ back{% endif %}\n\n";
+    let file = write(&dir, "tokens.gguf", &tokens_file(template));
+    let run = sipllm(&dir, &["inspect", &file]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    let block: Vec<&str> = run
+        .stdout
+        .lines()
+        .skip_while(|l| *l != "special tokens")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(
+        block,
+        [
+            "  bos       1  \"<s>\"",
+            "  eos       2  \"</s>\"",
+            "  eot       3  \"<\\u{1b}[31m>\"",
+            "  padding  99  (not in the vocabulary)"
+        ],
+        "{}",
+        run.stdout
+    );
+    // --raw: the exact bytes, no newline added.
+    let run = sipllm(&dir, &["inspect", &file, "--key", "tokenizer.chat_template", "--raw"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert_eq!(run.stdout_bytes, template.as_bytes());
+    let run = sipllm(&dir, &["inspect", &file, "--key", "llama.context_length", "--raw"]);
+    assert_eq!(run.stdout_bytes, b"4096");
+    // Without: escaped, quoted, one line.
+    let run = sipllm(&dir, &["inspect", &file, "--key", "tokenizer.chat_template"]);
+    assert_eq!(run.stdout.lines().count(), 1, "{}", run.stdout);
+    assert!(run.stdout.starts_with("\"{{ bos_token }}\\r\\n\\t"), "{}", run.stdout);
+    let run = sipllm(&dir, &["inspect", &file, "--key", "tokenizer.ggml.tokens"]);
+    assert_eq!(run.stdout, "[4 × STRING] \"<unk>\", \"<s>\", \"</s>\", \"<\\u{1b}[31m>\"\n");
+    // A key the file lacks: exit 2, the nearest key named; --raw of an array: exit 2.
+    let run = sipllm(&dir, &["inspect", &file, "--key", "tokenizer.chat_templat"]);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    assert!(run.stderr.contains("did you mean \"tokenizer.chat_template\"?"), "{}", run.stderr);
+    assert!(run.stdout.is_empty());
+    let run = sipllm(&dir, &["inspect", &file, "--key", "tokenizer.ggml.tokens", "--raw"]);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    assert!(run.stderr.contains("is an array of 4 STRING"), "{}", run.stderr);
+    // --raw needs --key; --key and --json conflict.
+    assert_eq!(sipllm(&dir, &["inspect", &file, "--raw"]).code, Some(2));
+    assert_eq!(sipllm(&dir, &["inspect", &file, "--key", "x", "--json"]).code, Some(2));
+}

@@ -171,3 +171,23 @@ fn output_fits_an_80_column_terminal_and_pipes_keep_full_width() {
         assert!(!run.stdout.contains("…"), "{args:?} into a pipe was cut:\n{}", run.stdout);
     }
 }
+
+/// `inspect --key KEY --raw` writes a string's exact bytes into a pipe (the commands test)
+/// but never a control character to a terminal: there each line is escaped.
+#[test]
+fn raw_values_are_escaped_on_a_terminal() {
+    let dir = temp_dir("tty-raw");
+    let file = sipllm_testkit::GgufBuilder::new()
+        .kv("general.architecture", sipllm_testkit::Value::str("llama"))
+        .kv("tokenizer.chat_template", sipllm_testkit::Value::str("a\x1b[2Jb\nline two\n"))
+        .build();
+    let file = write(&dir, "t.gguf", &file);
+    let Some((code, text)) =
+        on_tty_of(&dir, 80, &["inspect", &file, "--key", "tokenizer.chat_template", "--raw"])
+    else {
+        return skipped("raw_values_are_escaped_on_a_terminal");
+    };
+    assert_eq!(code, Some(0), "{text}");
+    assert!(!text.contains('\x1b'), "{text:?}");
+    assert!(text.starts_with("a\\u{1b}[2Jb\nline two\n"), "{text:?}");
+}
