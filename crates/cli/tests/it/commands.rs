@@ -305,3 +305,43 @@ fn inspect_names_special_tokens_and_prints_one_key() {
     assert_eq!(sipllm(&dir, &["inspect", &file, "--raw"]).code, Some(2));
     assert_eq!(sipllm(&dir, &["inspect", &file, "--key", "x", "--json"]).code, Some(2));
 }
+
+/// Issue 30 item 5: every reading command's help says its FILE may be a URL, and the main
+/// help names the online documentation (not a path that means nothing after `cargo install`).
+#[test]
+fn help_names_urls_and_the_online_documentation() {
+    let dir = temp_dir("help-urls");
+    let run = sipllm(&dir, &["--help"]);
+    assert_eq!(run.code, Some(0));
+    assert!(
+        run.stdout.contains("https://github.com/sipllm/sipllm-gguf/tree/main/docs"),
+        "{}",
+        run.stdout
+    );
+    let readers: [&[&str]; 11] = [
+        &["inspect"],
+        &["validate"],
+        &["tensors"],
+        &["read"],
+        &["verify"],
+        &["diff"],
+        &["fit"],
+        &["edit"],
+        &["convert"],
+        &["template", "show"],
+        &["template", "render"],
+    ];
+    for command in readers {
+        let args: Vec<&str> = command.iter().copied().chain(["--help"]).collect();
+        let run = sipllm(&dir, &args);
+        assert_eq!(run.code, Some(0), "{command:?}");
+        let text = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            text.contains(
+                "path or URL (http://, https://, hf://; s3:// with the object-store feature)"
+            ),
+            "{command:?} --help does not name URLs:\n{}",
+            run.stdout
+        );
+    }
+}
