@@ -147,6 +147,7 @@ where
         }
     };
     let ctx = Ctx::detect_with(cli.color, cli.quiet);
+    open::set_quiet(cli.quiet);
     cli.command.apply_shard_only();
     let result = match &cli.command {
         Command::Inspect(args) => commands::inspect::run(args, &ctx),

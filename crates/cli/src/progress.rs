@@ -33,3 +33,14 @@ pub fn feed(bar: &ProgressBar) -> impl FnMut(u64) + '_ {
         bar.set_position(done);
     }
 }
+
+/// A callback for the write side's `progress: &mut dyn FnMut(done, total)` (bytes of tensor
+/// data written so far, of the job's total) that moves `bar`.
+pub fn feed_total(bar: &ProgressBar) -> impl FnMut(u64, u64) + '_ {
+    move |done, total| {
+        if bar.length() != Some(total) {
+            bar.set_length(total);
+        }
+        bar.set_position(done);
+    }
+}

@@ -93,7 +93,7 @@ pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Resu
         return Ok(report(&EditError::NotGguf.into(), &name));
     }
     match (&args.output, &lock) {
-        (Some(out), _) => out_of_place(&args.file, model, &file, edits, out),
+        (Some(out), _) => out_of_place(&args.file, model, &file, edits, out, ctx),
         (None, Some(lock)) => run_in_place(lock, model, edits),
         (None, None) => Ok(usage_error("give -o OUT or --in-place")),
     }
@@ -196,12 +196,17 @@ fn out_of_place(
     file: &std::fs::File,
     edits: Vec<Edit>,
     out: &Path,
+    ctx: &Ctx,
 ) -> io::Result<Exit> {
     let (name, out_name) = (display(path), display(out));
     if out.is_dir() {
         return Ok(usage_error(&format!("-o {out_name}: is a directory; give a file name")));
     }
-    let pending = match edit::write_edited(gguf(&model), file, edits, out) {
+    let bar = crate::progress::bar(ctx, 0);
+    let mut feed = crate::progress::feed_total(&bar);
+    let pending = edit::write_edited_with(gguf(&model), file, edits, out, &mut feed);
+    bar.finish_and_clear();
+    let pending = match pending {
         Ok(p) => p,
         Err(errors) => return Ok(report(&errors, &name)),
     };

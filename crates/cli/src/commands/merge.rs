@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use sipllm_edit::split::merge;
+use sipllm_edit::split::merge_with;
 
 use crate::cli::MergeArgs;
 use crate::commands::report_split_error;
@@ -12,7 +12,11 @@ use crate::{Ctx, Exit};
 
 /// Runs `merge`.
 pub fn run(args: &MergeArgs, ctx: &Ctx) -> io::Result<Exit> {
-    let written = match merge(&args.shard, &args.out, &open_options(&args.parse)) {
+    let bar = crate::progress::bar(ctx, 0);
+    let mut feed = crate::progress::feed_total(&bar);
+    let written = merge_with(&args.shard, &args.out, &open_options(&args.parse), &mut feed);
+    bar.finish_and_clear();
+    let written = match written {
         Ok(w) => w,
         Err(e) => return Ok(report_split_error(&args.shard, &e, ctx)),
     };

@@ -8,7 +8,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use sipllm_edit::split::{
-    PlannedShard, SplitLimit, SplitOptions, WrittenFile, plan_split, split_file,
+    PlannedShard, SplitLimit, SplitOptions, WrittenFile, plan_split, split_file_with,
 };
 use sipllm_gguf::ParseOptions;
 use sipllm_streaming::OpenOptions;
@@ -60,7 +60,10 @@ pub fn run(args: &SplitArgs, ctx: &Ctx) -> io::Result<Exit> {
         over_size_notes(&plan, limit);
         return Ok(Exit::Ok);
     }
-    let written = match split_file(&args.file, &options) {
+    let bar = crate::progress::bar(ctx, 0);
+    let written = split_file_with(&args.file, &options, &mut crate::progress::feed_total(&bar));
+    bar.finish_and_clear();
+    let written = match written {
         Ok(w) => w,
         Err(e) => return Ok(report_split_error(&args.file, &e, ctx)),
     };

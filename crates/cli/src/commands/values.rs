@@ -51,10 +51,14 @@ pub fn read(
             out.write_all(&npy_header(&shape))?;
         }
         let mut exit = Exit::Ok;
+        // Values written, as f32 bytes.
+        let bar = crate::progress::bar(ctx, (range.end - range.start).saturating_mul(4));
         let result = for_each_chunk(source, tensor, range.clone(), |values| {
             let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            bar.inc(bytes.len() as u64);
             out.write_all(&bytes)
         });
+        bar.finish_and_clear();
         match result {
             Ok(()) => {}
             Err(ChunkError::Read(e)) => exit = report_open_error(&args.file, &e, ctx),

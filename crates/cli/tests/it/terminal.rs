@@ -191,3 +191,43 @@ fn raw_values_are_escaped_on_a_terminal() {
     assert!(!text.contains('\x1b'), "{text:?}");
     assert!(text.starts_with("a\\u{1b}[2Jb\nline two\n"), "{text:?}");
 }
+
+/// Issue 30 items 1 and 4: the long write jobs draw a progress bar on a terminal's standard
+/// error (`split`, `merge`, `convert`, `edit -o`, `read`), none with `--quiet`, and none when
+/// standard error is not a terminal.
+#[test]
+fn long_jobs_draw_a_progress_bar_only_on_a_terminal() {
+    use sipllm_gguf::GgmlType;
+    let dir = temp_dir("tty-progress");
+    // 16 MiB of tensor data in two tensors.
+    let model = sipllm_testkit::GgufBuilder::new()
+        .kv("general.architecture", sipllm_testkit::Value::str("llama"))
+        .tensor("a.weight", GgmlType::F32, &[1 << 21])
+        .tensor("b.weight", GgmlType::F32, &[1 << 21])
+        .build();
+    let model = write(&dir, "big.gguf", &model);
+    let jobs: [&[&str]; 5] = [
+        &["split", "big.gguf", "--max-tensors", "1", "--out-dir", "parts"],
+        &["merge", "parts/big-00001-of-00002.gguf", "merged.gguf"],
+        &["convert", "big.gguf", "big.llmw"],
+        &["edit", "big.gguf", "-o", "edited.gguf", "--set", "general.name=str:x"],
+        &["read", "big.gguf", "a.weight", "-o", "a.bin"],
+    ];
+    for job in jobs {
+        let Some((code, text)) = on_tty_of(&dir, 100, job) else {
+            return skipped("long_jobs_draw_a_progress_bar_only_on_a_terminal");
+        };
+        assert_eq!(code, Some(0), "{job:?}\n{text}");
+        // The bar: `=====>   6.00 MiB/16.00 MiB 1.2 GiB/s eta 0s`, then cleared.
+        assert!(text.contains(" eta ") && text.contains("MiB/"), "{job:?}: no bar\n{text}");
+        let quiet: Vec<&str> = ["--quiet"].into_iter().chain(job.iter().copied()).collect();
+        let (code, text) = on_tty_of(&dir, 100, &quiet).unwrap();
+        assert_eq!(code, Some(0), "{quiet:?}\n{text}");
+        assert!(!text.contains(" eta "), "{quiet:?}: a bar\n{text}");
+        // Standard error a pipe: no bar.
+        let run = crate::support::sipllm(&dir, job);
+        assert_eq!(run.code, Some(0), "{job:?}\n{}", run.transcript());
+        assert!(!run.stderr.contains(" eta ") && !run.stderr.contains('\r'), "{}", run.stderr);
+    }
+    assert_eq!(model, "big.gguf");
+}
