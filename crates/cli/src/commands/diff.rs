@@ -154,7 +154,13 @@ fn write_text(out: &mut dyn Write, d: &ModelDiff, a: &str, b: &str) -> io::Resul
             }
         }
     }
-    writeln!(out, "{}", if d.is_equal() { "equal" } else { "different" })
+    // Under --metadata-only the data may differ: never a bare `equal` then.
+    let verdict = match (d.is_equal(), &d.data) {
+        (true, None) => "metadata equal (data not compared)",
+        (true, Some(_)) => "equal",
+        (false, _) => "different",
+    };
+    writeln!(out, "{verdict}")
 }
 
 fn kind_of_meta(c: &MetaChange) -> usize {

@@ -401,14 +401,13 @@ pub fn run(args: &VerifyArgs, ctx: &Ctx) -> io::Result<Exit> {
         }
     }
     let check_name = args.check.as_deref().map(show).unwrap_or_default();
+    // Differences found by --check: the run then ends with them, not with "verified".
+    let mut differences = 0usize;
     match &expected {
         Some(Manifest::Sipllm(lines)) => {
             let diffs = compare(lines, &lines_of(0));
             report(&mut out, &diffs, &format!("all {} tensors match {check_name}", tensors.len()))?;
-            if !diffs.is_empty() {
-                writeln!(out, "check: {} difference(s) against {check_name}", diffs.len())?;
-                exit = Exit::Invalid;
-            }
+            differences = diffs.len();
         }
         Some(Manifest::GgufHash(lines)) => {
             let ours: Vec<&str> = tensors.iter().map(|t| t.name.as_str()).collect();
@@ -423,16 +422,14 @@ pub fn run(args: &VerifyArgs, ctx: &Ctx) -> io::Result<Exit> {
                 total += diffs.lines.len();
                 writeln!(out, "check: {}: {}", kind.name(), diffs.verdict)?;
             }
-            if total > 0 {
-                writeln!(out, "check: {total} difference(s) against {check_name}")?;
-                exit = Exit::Invalid;
-            }
+            differences = total;
         }
         None => {}
     }
     let set = opened.split().map(|s| format!(" of a set of {} files", s.shard_count()));
     let summary = format!(
-        "verified {} tensors{}, {} bytes ({}) in {}: {}",
+        "{} {} tensors{}, {} bytes ({}) in {}: {}",
+        if differences == 0 { "verified" } else { "read" },
         group(tensors.len() as u64),
         set.unwrap_or_default(),
         group(hashes.bytes_read),
@@ -454,6 +451,15 @@ pub fn run(args: &VerifyArgs, ctx: &Ctx) -> io::Result<Exit> {
             writeln!(out, "{l}")?;
         }
         writeln!(out, "{summary}")?;
+    }
+    if differences > 0 {
+        exit = Exit::Invalid;
+        let s = if differences == 1 { "" } else { "s" };
+        writeln!(
+            out,
+            "FAILED: {} difference{s} against {check_name} (the MISMATCH lines above)",
+            group(differences as u64)
+        )?;
     }
     out.flush()?;
     Ok(exit)

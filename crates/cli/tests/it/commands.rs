@@ -54,6 +54,14 @@ fn verify_check_lists_every_mismatch() {
         assert!(
             mismatches.iter().any(|l| l.contains("ghost.weight: in the manifest, not in the file"))
         );
+        // It ends with the failure, never "verified" (issue 30 item 12).
+        assert!(!run.stdout.contains("verified"), "{}", run.stdout);
+        assert_eq!(
+            run.stdout.lines().last(),
+            Some("FAILED: 4 differences against edited.txt (the MISMATCH lines above)"),
+            "{}",
+            run.stdout
+        );
     }
 }
 
@@ -344,4 +352,29 @@ fn help_names_urls_and_the_online_documentation() {
             run.stdout
         );
     }
+}
+
+/// Issue 30 item 12: a filter that matches nothing says so (exit code 0, `[]` with --json),
+/// and a mistyped tensor name gets the nearest one.
+#[test]
+fn no_match_and_mistyped_names_are_answered() {
+    let dir = temp_dir("no-match");
+    let file = write(&dir, "model.gguf", &valid());
+    for stats in [false, true] {
+        let mut args = vec!["tensors", &file, "--filter", "nomatch*"];
+        if stats {
+            args.push("--stats");
+        }
+        let run = sipllm(&dir, &args);
+        assert_eq!(run.code, Some(0), "{}", run.transcript());
+        assert_eq!(run.stdout, "0 of 3 tensors match \"nomatch*\"\n", "{args:?}");
+        args.push("--json");
+        let run = sipllm(&dir, &args);
+        assert_eq!((run.code, run.stdout.as_str()), (Some(0), "[]\n"), "{args:?}");
+    }
+    let run = sipllm(&dir, &["read", &file, "blk.0.atn_q.weight", "-o", "out.bin"]);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    assert!(run.stderr.contains("did you mean \"blk.0.attn_q.weight\"?"), "{}", run.stderr);
+    let run = sipllm(&dir, &["read", &file, "something.else.entirely", "-o", "out.bin"]);
+    assert!(!run.stderr.contains("did you mean"), "{}", run.stderr);
 }

@@ -103,7 +103,18 @@ fn changed_tensor_data_is_found_by_hash() {
         "{}",
         run.stdout
     );
-    assert_eq!(sipllm(&dir, &["diff", "--metadata-only", &a, &b]).code, Some(0));
+    // Metadata alone: exit 0, but never a bare `equal` for files whose data differs.
+    let run = sipllm(&dir, &["diff", "--metadata-only", &a, &b]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(
+        run.stdout.ends_with(
+            "data: not compared (--metadata-only)
+metadata equal (data not compared)
+"
+        ),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]

@@ -246,6 +246,19 @@ fn in_place_refusals_say_why_and_change_nothing() {
     }
     assert!(transcript.contains("more bytes than the"), "{transcript}");
     assert!(transcript.contains("m.gguf: the edited header does not fit in place"));
+    // Counts are grouped as everywhere else (issue 30 item 12: `8287 more bytes than the
+    // 6525120`).
+    let big = model().kv("general.notes", sipllm_testkit::Value::str(&"d".repeat(2000)));
+    let big = write(&dir, "big.gguf", &big.build());
+    let longer = format!("general.notes=str:{}", "e".repeat(5000));
+    let run = sipllm(&dir, &["edit", &big, "--in-place", "--set", &longer]);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    let needs = run.stderr.split("it needs ").nth(1).unwrap_or_default();
+    assert!(
+        needs.starts_with("2,9") && needs.contains(" more bytes than the 2,"),
+        "{}",
+        run.stderr
+    );
     assert!(transcript.contains("before the data section"));
     assert!(transcript.contains("help: write a new file instead (`-o OUT`)"));
     // A file whose data is not where the canonical layout puts it: refused too.
