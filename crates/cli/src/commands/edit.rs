@@ -19,7 +19,7 @@ use sipllm_streaming::lock::ExclusiveLock;
 use sipllm_streaming::{GgufFile, Model};
 
 use crate::cli::EditArgs;
-use crate::commands::{report_open_error, usage_error};
+use crate::commands::{UrlRefusal, refuse_url, report_open_error, usage_error};
 use crate::open::{model_of, open_locked};
 use crate::render::edit::{changes, edit_error, in_place_error, in_place_line, notes};
 use crate::render::escape;
@@ -30,6 +30,15 @@ use crate::{Ctx, Exit, values};
 /// they apply grouped by option.
 pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Result<Exit> {
     let name = display(&args.file);
+    // A URL has no local file to rewrite (`-o` fetches it into a temporary instead).
+    let refusal = match (args.recover, args.in_place) {
+        (true, _) => Some(UrlRefusal::Recover),
+        (false, true) => Some(UrlRefusal::InPlace),
+        (false, false) => None,
+    };
+    if let Some(exit) = refusal.and_then(|r| refuse_url(&args.file, r, ctx)) {
+        return Ok(exit);
+    }
     if args.recover {
         return recover(&args.file, &name);
     }

@@ -5,13 +5,16 @@ use std::io::{self, Write};
 use sipllm_edit::split::merge_with;
 
 use crate::cli::MergeArgs;
-use crate::commands::report_split_error;
 use crate::commands::split::{open_options, show};
+use crate::commands::{UrlRefusal, refuse_url, report_split_error};
 use crate::render::value::{group, human_bytes};
 use crate::{Ctx, Exit};
 
 /// Runs `merge`.
 pub fn run(args: &MergeArgs, ctx: &Ctx) -> io::Result<Exit> {
+    if let Some(exit) = refuse_url(&args.shard, UrlRefusal::Split, ctx) {
+        return Ok(exit);
+    }
     let bar = crate::progress::bar(ctx, 0);
     let mut feed = crate::progress::feed_total(&bar);
     let written = merge_with(&args.shard, &args.out, &open_options(&args.parse), &mut feed);

@@ -80,6 +80,53 @@ pub fn report_split_error(path: &Path, e: &SplitError, ctx: &Ctx) -> Exit {
     }
 }
 
+/// Refuses (exit code 2, a coded diagnostic naming the URL, credentials redacted) a URL where
+/// a command needs a local file: `edit --in-place` and `--recover` (the file itself is
+/// rewritten), `split` and `merge` (they copy file to file). `None` for a local path.
+pub fn refuse_url(path: &Path, command: UrlRefusal, ctx: &Ctx) -> Option<Exit> {
+    crate::open::remote_name(path)?;
+    let (code, message, help) = match command {
+        UrlRefusal::InPlace => (
+            "edit::url_in_place",
+            "a URL cannot be edited in place: there is no file here to rewrite",
+            "download the file first (`curl -LO URL`) and edit that copy in place, or write an \
+             edited copy with `-o OUT` (the URL is then fetched once into a temporary file)",
+        ),
+        UrlRefusal::Recover => (
+            "edit::url_in_place",
+            "a URL has no header backup to recover from: only a local file edited in place has",
+            "give the path of the local file whose in-place edit was interrupted",
+        ),
+        UrlRefusal::Split => (
+            "split::url_input",
+            "split and merge read local files only (they copy tensor data file to file)",
+            "download the file (or every shard) first, e.g. `curl -LO URL`, and give the local \
+             path",
+        ),
+    };
+    let finding = Finding {
+        severity: crate::diagnostic::Severity::Error,
+        code,
+        message: message.to_owned(),
+        path: String::new(),
+        offset: None,
+        len: 0,
+        help: help.to_owned(),
+    };
+    Some(report_finding(path, finding, ctx))
+}
+
+/// What [`refuse_url`] refuses a URL for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UrlRefusal {
+    /// `edit --in-place`.
+    InPlace,
+    /// `edit --recover`.
+    Recover,
+    /// `split`, `merge`.
+    Split,
+}
+
 /// Renders `finding` about the file at `path` (no hex window: it is no byte range's);
 /// returns exit code 2.
 fn report_finding(path: &Path, finding: Finding, ctx: &Ctx) -> Exit {

@@ -14,13 +14,16 @@ use sipllm_gguf::ParseOptions;
 use sipllm_streaming::OpenOptions;
 
 use crate::cli::{ParseArgs, SplitArgs};
-use crate::commands::{report_split_error, usage_error};
+use crate::commands::{UrlRefusal, refuse_url, report_split_error, usage_error};
 use crate::render::escape;
 use crate::render::value::{group, human_bytes};
 use crate::{Ctx, Exit};
 
 /// Runs `split`.
 pub fn run(args: &SplitArgs, ctx: &Ctx) -> io::Result<Exit> {
+    if let Some(exit) = refuse_url(&args.file, UrlRefusal::Split, ctx) {
+        return Ok(exit);
+    }
     let limit = match (args.max_tensors, args.max_size) {
         (Some(n), None) => SplitLimit::Tensors(n),
         (None, Some(bytes)) => SplitLimit::Size(bytes),

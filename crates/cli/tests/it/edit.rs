@@ -673,3 +673,27 @@ fn out_of_place_the_alignment_may_change() {
     assert_eq!(run.code, Some(0), "{}", run.transcript());
     assert_eq!(std::fs::read(dir.join("b.gguf")).unwrap(), model().build());
 }
+
+/// Issue 30 item 7: a URL where a local file is needed is refused at once (nothing fetched:
+/// the address is closed) with a code and help that fit the case, not "check that the path
+/// exists"; credentials are redacted.
+#[test]
+fn urls_that_cannot_be_edited_in_place_are_refused_with_the_right_help() {
+    let dir = temp_dir("edit-url-in-place");
+    let url = "http://user:secret@127.0.0.1:9/m.gguf";
+    let cases: [(&[&str], &str, &str); 4] = [
+        (&["edit", url, "--in-place", "--delete", "general.name"], "edit::url_in_place", "-o OUT"),
+        (&["edit", "--recover", url], "edit::url_in_place", "local file"),
+        (&["split", url, "--max-tensors", "1"], "split::url_input", "curl -LO URL"),
+        (&["merge", url, "out.gguf"], "split::url_input", "curl -LO URL"),
+    ];
+    for (args, code, help) in cases {
+        let run = sipllm(&dir, args);
+        assert_eq!(run.code, Some(2), "{args:?}\n{}", run.transcript());
+        assert!(run.stderr.starts_with(code), "{args:?}\n{}", run.stderr);
+        assert!(run.stderr.contains(help), "{args:?}\n{}", run.stderr);
+        assert!(!run.stderr.contains("check that the path exists"), "{}", run.stderr);
+        assert!(!run.stderr.contains("secret"), "{}", run.stderr);
+    }
+    assert!(!dir.join("out.gguf").exists());
+}
