@@ -227,15 +227,9 @@ fn special_tokens(out: &mut dyn Write, view: &View<'_>, fit: Option<usize>) -> i
         };
         table.row(vec![escape::name(t.role).into_owned(), t.id.to_string(), text]);
     }
-    table.shrinkable("text", 16, Cut::End).shrinkable("role", 12, Cut::Middle);
     // No header row: the block's title says what the columns are.
-    let mut text = Vec::new();
-    table.write_fit(&mut text, "  ", fit)?;
-    let text = String::from_utf8_lossy(&text);
-    for line in text.lines().skip(1) {
-        writeln!(out, "{line}")?;
-    }
-    Ok(())
+    table.shrinkable("text", 16, Cut::End).shrinkable("role", 12, Cut::Middle).headless();
+    table.write_fit(out, "  ", fit).map(drop)
 }
 
 /// What llama.cpp's loader makes of the file: `validate --model`'s findings, one line each.

@@ -114,6 +114,8 @@ pub struct Table {
     /// Shrinkable columns in the order they give up width, each down to its minimum there.
     shrink_order: Vec<(usize, usize)>,
     rows: Vec<Vec<String>>,
+    /// Leave out the header line (a block whose title names the columns).
+    headless: bool,
 }
 
 impl Table {
@@ -123,7 +125,14 @@ impl Table {
             .iter()
             .map(|&(header, align)| Column { header, align, optional: None, shrink: None })
             .collect();
-        Table { columns, shrink_order: Vec::new(), rows: Vec::new() }
+        Table { columns, shrink_order: Vec::new(), rows: Vec::new(), headless: false }
+    }
+
+    /// Writes no header line: the rows alone, aligned as with one (the headers still count
+    /// towards the column widths).
+    pub fn headless(&mut self) -> &mut Table {
+        self.headless = true;
+        self
     }
 
     /// Lets [`Table::write_fit`] leave out the column `header` when the table is too wide
@@ -187,8 +196,10 @@ impl Table {
         if let Some(max) = width {
             self.fit(&mut widths, &mut shown, text_width(indent), max);
         }
-        let headers: Vec<String> = self.columns.iter().map(|c| c.header.to_owned()).collect();
-        self.line(out, indent, &headers, &widths, &shown)?;
+        if !self.headless {
+            let headers: Vec<String> = self.columns.iter().map(|c| c.header.to_owned()).collect();
+            self.line(out, indent, &headers, &widths, &shown)?;
+        }
         for row in &self.rows {
             self.line(out, indent, row, &widths, &shown)?;
         }

@@ -10,17 +10,30 @@ use crate::support::temp_dir;
 
 /// Runs `sipllm args…` on a pseudo-terminal; `None` when `script` is not installed.
 fn on_tty(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Option<(Option<i32>, String)> {
-    let bin = env!("CARGO_BIN_EXE_sipllm");
-    let mut line = String::from(bin);
+    script(dir, "", env, args)
+}
+
+/// Runs `shell_prefix sipllm args…` (arguments quoted) under `script(1)`, standard input
+/// null, with `NO_COLOR` and `COLUMNS` unset unless `env` sets them; the transcript with
+/// carriage returns as the terminal sent them.
+fn script(
+    dir: &Path,
+    shell_prefix: &str,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> Option<(Option<i32>, String)> {
+    let mut line = format!("{shell_prefix}{}", env!("CARGO_BIN_EXE_sipllm"));
     for a in args {
-        line.push(' ');
-        line.push_str(a);
+        line.push_str(" '");
+        line.push_str(&a.replace('\'', r"'\''"));
+        line.push('\'');
     }
     let out = Command::new("script")
         .args(["-qec", &line, "/dev/null"])
         .stdin(Stdio::null())
         .current_dir(dir)
         .env_remove("NO_COLOR")
+        .env_remove("COLUMNS")
         .envs(env.iter().copied())
         .output()
         .ok()?;
@@ -73,31 +86,18 @@ fn binary_data_is_never_written_to_a_terminal() {
 }
 
 /// Runs `sipllm args…` on a pseudo-terminal of `cols` columns (set with `stty`, as a
-/// terminal emulator sets it; `COLUMNS` unset); `None` when `script` is not installed.
-pub(crate) fn on_tty_of(dir: &Path, cols: usize, args: &[&str]) -> Option<(Option<i32>, String)> {
-    let bin = env!("CARGO_BIN_EXE_sipllm");
-    let mut line = format!("stty rows 40 cols {cols}; {bin}");
-    for a in args {
-        line.push_str(" '");
-        line.push_str(&a.replace('\'', r"'\''"));
-        line.push('\'');
-    }
-    let out = Command::new("script")
-        .args(["-qec", &line, "/dev/null"])
-        .stdin(Stdio::null())
-        .current_dir(dir)
-        .env_remove("COLUMNS")
-        .env("NO_COLOR", "1")
-        .output()
-        .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout).replace('\r', "");
-    assert!(!text.contains("panicked"), "{text}");
-    Some((out.status.code(), text))
+/// terminal emulator sets it; `COLUMNS` unset), without color; `None` when `script` is not
+/// installed.
+fn on_tty_of(dir: &Path, cols: usize, args: &[&str]) -> Option<(Option<i32>, String)> {
+    let prefix = format!("stty rows 40 cols {cols}; ");
+    let (code, text) = script(dir, &prefix, &[("NO_COLOR", "1")], args)?;
+    Some((code, text.replace('\r', "")))
 }
 
 /// The columns a line takes on a terminal: East Asian wide characters take two (the
-/// vocabularies hold CJK tokens).
-pub(crate) fn columns(line: &str) -> usize {
+/// vocabularies hold CJK tokens). A coarse table of its own, not the CLI's `text_width`, so
+/// the test does not measure the output with the code that cut it.
+fn columns(line: &str) -> usize {
     line.chars()
         .map(|c| match u32::from(c) {
             0x1100..=0x115f | 0x2e80..=0xa4cf | 0xac00..=0xd7a3 | 0xf900..=0xfaff => 2,
