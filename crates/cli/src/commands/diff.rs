@@ -140,7 +140,7 @@ fn write_text(out: &mut dyn Write, d: &ModelDiff, a: &str, b: &str) -> io::Resul
         None => writeln!(out, "data: not compared (--metadata-only)")?,
         Some(data) => {
             let compared = format!(
-                "{} tensors compared by hash ({} each)",
+                "{} tensors compared by hash ({} of data in each model)",
                 group(data.compared as u64),
                 human_bytes(data.bytes)
             );
