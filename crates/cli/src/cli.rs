@@ -12,12 +12,19 @@ use crate::open::OpenSettings;
 /// intact, will it load, and if not, exactly why.
 #[derive(Debug, Parser)]
 #[command(name = "sipllm", version, propagate_version = true, max_term_width = 100)]
-#[command(after_help = "Exit codes: 0 ok/valid, 1 invalid file, verification mismatch or \
-    models that differ, 2 usage or I/O error.\nDocumentation: docs/cli.md")]
+#[command(after_help = "Every FILE a command reads is a path or URL (http://, https://, \
+    hf://OWNER/REPO/PATH[@REVISION]; s3:// with the object-store feature).\nExit codes: 0 \
+    ok/valid, 1 invalid file, verification mismatch or models that differ, 2 usage or I/O \
+    error.\nDocumentation: https://github.com/sipllm/sipllm-gguf/tree/main/docs (the command \
+    line: docs/cli.md there)")]
 pub struct Cli {
     /// When to use colors in diagnostics and progress output.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+
+    /// No progress bars (they are drawn on standard error, and only when it is a terminal).
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
 
     /// The command.
     #[command(subcommand)]
@@ -126,7 +133,8 @@ Values (TYPE: u8 i8 u16 i16 u32 i32 u64 i64 f32 f64 bool str):
   --rename-tensor output.weight=lm_head.weight
 An interrupted --in-place edit leaves a header backup (.FILE.header-backup); `sipllm edit
 --recover FILE` restores the header from it. A killed -o write leaves a hidden
-.OUT.PID-N.tmp beside OUT; the next write of OUT removes it. Documentation: docs/writer.md";
+.OUT.PID-N.tmp beside OUT; the next write of OUT removes it. Documentation:
+https://github.com/sipllm/sipllm-gguf/blob/main/docs/writer.md";
 
 /// When to color output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -193,7 +201,8 @@ impl ParseArgs {
 /// `sipllm inspect`.
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// The model file (GGUF or .llmw). Default: the bundled sample.
+    /// The model file (GGUF or .llmw): a path or URL (http://, https://, hf://; s3:// with
+    /// the object-store feature). Default: the bundled sample.
     pub file: Option<PathBuf>,
 
     /// Print JSON (schema in docs/cli.md) instead of text.
@@ -223,6 +232,17 @@ pub struct InspectArgs {
     #[arg(long, value_name = "GLOB")]
     pub filter: Option<String>,
 
+    /// Print the value of this one metadata key alone, escaped (strings quoted, arrays
+    /// whole), e.g. --key general.name.
+    #[arg(long, value_name = "KEY", conflicts_with_all = ["json", "filter", "no_tensors"])]
+    pub key: Option<String>,
+
+    /// With --key: the value exactly as stored and nothing added (no quotes, no newline): a
+    /// string's bytes, e.g. `--key tokenizer.chat_template --raw > template.jinja`, or a
+    /// number's text. Not for arrays. On a terminal, control characters are still escaped.
+    #[arg(long, requires = "key")]
+    pub raw: bool,
+
     /// `--shard-only`: read one shard of a split set alone.
     #[arg(long, help = SHARD_ONLY)]
     pub shard_only: bool,
@@ -235,7 +255,8 @@ pub struct InspectArgs {
 /// `sipllm validate`.
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
-    /// The files to check.
+    /// The files to check, each a path or URL (http://, https://, hf://; s3:// with the
+    /// object-store feature).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
 
@@ -275,7 +296,8 @@ pub enum ReportFormat {
 /// `sipllm tensors`.
 #[derive(Debug, Args)]
 pub struct TensorsArgs {
-    /// The model file.
+    /// The model file: a path or URL (http://, https://, hf://; s3:// with the object-store
+    /// feature).
     pub file: PathBuf,
 
     /// Only tensors whose name matches this glob (`*`, `?`, `[a-z]`).
@@ -287,8 +309,9 @@ pub struct TensorsArgs {
     pub json: bool,
 
     /// Read every listed tensor's values and print min, max, mean, standard deviation and
-    /// NaN/Inf counts (streaming; a progress bar on a terminal).
-    #[arg(long, conflicts_with = "json")]
+    /// NaN/Inf counts (streaming; a progress bar on a terminal; with --json, a JSON array
+    /// of one record per tensor).
+    #[arg(long)]
     pub stats: bool,
 
     /// `--shard-only`: read one shard of a split set alone.
@@ -303,7 +326,8 @@ pub struct TensorsArgs {
 /// `sipllm read`.
 #[derive(Debug, Args)]
 pub struct ReadArgs {
-    /// The model file.
+    /// The model file: a path or URL (http://, https://, hf://; s3:// with the object-store
+    /// feature).
     pub file: PathBuf,
 
     /// The tensor's name.
@@ -358,7 +382,8 @@ pub enum ValueFormat {
 /// `sipllm verify`.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
-    /// The model file.
+    /// The model file: a path or URL (http://, https://, hf://; s3:// with the object-store
+    /// feature).
     pub file: PathBuf,
 
     /// Hash functions, comma-separated or repeated (default sha256; with --check, what the
@@ -434,7 +459,8 @@ pub enum ManifestFormat {
 /// `sipllm edit`.
 #[derive(Debug, Args)]
 pub struct EditArgs {
-    /// The GGUF file to edit.
+    /// The GGUF file to edit: a path or URL (http://, https://, hf://; s3:// with the
+    /// object-store feature); a URL only with -o (it is fetched once into a temporary file).
     pub file: PathBuf,
 
     /// Write the edited model to OUT (replaced atomically if it exists; may be FILE itself).
@@ -484,7 +510,8 @@ pub struct EditArgs {
 /// `sipllm convert`.
 #[derive(Debug, Args)]
 pub struct ConvertArgs {
-    /// The model to convert: GGUF or .llmw (recognised by its content).
+    /// The model to convert: GGUF or .llmw (recognised by its content), a path or URL
+    /// (http://, https://, hf://; s3:// with the object-store feature).
     pub input: PathBuf,
 
     /// The output file, in the other format (replaced atomically if it exists).
@@ -560,7 +587,7 @@ pub struct MakeToyArgs {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("limit").required(true).args(["max_tensors", "max_size"])))]
 pub struct SplitArgs {
-    /// The GGUF file to split.
+    /// The GGUF file to split (a local path: download a URL first).
     pub file: PathBuf,
 
     /// At most N tensors per shard.
@@ -608,10 +635,11 @@ pub struct MergeArgs {
 /// `sipllm diff`.
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The first model (GGUF, .llmw, a shard of a split set, or a URL).
+    /// The first model (GGUF, .llmw, a shard of a split set): a path or URL (http://,
+    /// https://, hf://; s3:// with the object-store feature).
     pub a: PathBuf,
 
-    /// The second model (not with --diffable).
+    /// The second model, a path or URL (not with --diffable).
     #[arg(required_unless_present = "diffable", conflicts_with = "diffable")]
     pub b: Option<PathBuf>,
 
@@ -682,7 +710,8 @@ pub enum FlashAttnArg {
 /// `sipllm fit`.
 #[derive(Debug, Args)]
 pub struct FitArgs {
-    /// The model file (a URL, a split set: only the header is read).
+    /// The model file: a path or URL (http://, https://, hf://; s3:// with the object-store
+    /// feature); only the header is read.
     pub file: PathBuf,
 
     /// The defaults the other flags change.
@@ -779,7 +808,8 @@ pub enum TemplateCommand {
 /// Where a template comes from: a model's metadata or a file.
 #[derive(Debug, Clone, Args)]
 pub struct TemplateFrom {
-    /// The model (GGUF, .llmw, a shard of a split set, or a URL). One of MODEL and
+    /// The model (GGUF, .llmw, a shard of a split set): a path or URL (http://, https://,
+    /// hf://; s3:// with the object-store feature). One of MODEL and
     /// --template is needed (`render --batch` needs neither when every case names its
     /// template).
     #[arg(conflicts_with = "template")]
@@ -802,7 +832,8 @@ pub struct TemplateFrom {
 /// `sipllm template show`.
 #[derive(Debug, Args)]
 pub struct TemplateShowArgs {
-    /// The model.
+    /// The model: a path or URL (http://, https://, hf://; s3:// with the object-store
+    /// feature).
     pub model: PathBuf,
 
     /// The template of this name instead of the default one.

@@ -15,6 +15,7 @@
 //! | [`glob`] | the `--filter` matcher |
 //! | [`help`] | help texts naming CLI flags for the codes whose library help names an API |
 //! | [`values`] | the `edit` value syntax (`KEY=TYPE:VALUE`, arrays) |
+//! | [`progress`] | the progress bars of long jobs (standard error, a terminal only) |
 //!
 //! Invariants: nothing read from a file reaches the terminal unescaped
 //! ([`render::escape`]); no input makes the program panic (a panic would exit with 101, which
@@ -35,6 +36,7 @@ pub mod diagnostic;
 pub mod glob;
 pub mod help;
 pub mod open;
+pub mod progress;
 pub mod render;
 pub mod values;
 pub mod view;
@@ -71,6 +73,12 @@ pub struct Ctx {
     pub stdout_is_tty: bool,
     /// Column width for wrapping diagnostics.
     pub width: usize,
+    /// The width human-readable output is fitted to (tables, previews): the terminal's
+    /// (`COLUMNS` when set) when standard output is a terminal; `None` when it is a pipe or
+    /// a file, which keep their full width for scripts.
+    pub fit: Option<usize>,
+    /// Draw progress bars: standard error is a terminal and `--quiet` was not given.
+    pub progress: bool,
 }
 
 /// The width used when not writing to a terminal: fixed, so output is reproducible.
@@ -79,6 +87,11 @@ pub const DEFAULT_WIDTH: usize = 100;
 impl Ctx {
     /// Decides colors and width from the terminal, `NO_COLOR` and `--color`.
     pub fn detect(choice: ColorChoice) -> Ctx {
+        Ctx::detect_with(choice, false)
+    }
+
+    /// [`Ctx::detect`], with `--quiet` (no progress bars).
+    pub fn detect_with(choice: ColorChoice, quiet: bool) -> Ctx {
         let stdout_is_tty = io::stdout().is_terminal();
         let stderr_is_tty = io::stderr().is_terminal();
         // https://no-color.org: any non-empty value disables color.
@@ -92,18 +105,22 @@ impl Ctx {
         // or a test asks for another width.
         let columns = std::env::var("COLUMNS").ok().and_then(|c| c.trim().parse::<usize>().ok());
         let width = match columns {
-            Some(w) => w,
-            None if stdout_is_tty || stderr_is_tty => {
-                terminal_size::terminal_size().map_or(DEFAULT_WIDTH, |(w, _)| usize::from(w.0))
-            }
-            None => DEFAULT_WIDTH,
+            Some(w) if w > 0 => w,
+            _ if stdout_is_tty || stderr_is_tty => terminal_size::terminal_size()
+                .map(|(w, _)| usize::from(w.0))
+                .filter(|&w| w > 0)
+                .unwrap_or(DEFAULT_WIDTH),
+            _ => DEFAULT_WIDTH,
         };
+        let width = width.clamp(40, 200);
         Ctx {
             color_stdout: decide(stdout_is_tty),
             color_stderr: decide(stderr_is_tty),
             stderr_is_tty,
             stdout_is_tty,
-            width: width.clamp(40, 200),
+            width,
+            fit: stdout_is_tty.then_some(width),
+            progress: stderr_is_tty && !quiet,
         }
     }
 }
@@ -129,7 +146,8 @@ where
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
-    let ctx = Ctx::detect(cli.color);
+    let ctx = Ctx::detect_with(cli.color, cli.quiet);
+    open::set_quiet(cli.quiet);
     cli.command.apply_shard_only();
     let result = match &cli.command {
         Command::Inspect(args) => commands::inspect::run(args, &ctx),

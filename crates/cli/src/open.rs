@@ -304,10 +304,18 @@ struct Transfer {
     active: AtomicBool,
 }
 
+/// `--quiet`: no transfer bar (set once, before anything is opened).
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Silences the transfer bar of downloads (`--quiet`); call before opening anything.
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
 fn transfer() -> &'static Transfer {
     static TRANSFER: std::sync::OnceLock<Transfer> = std::sync::OnceLock::new();
     TRANSFER.get_or_init(|| {
-        let target = if io::stderr().is_terminal() {
+        let target = if io::stderr().is_terminal() && !QUIET.load(Ordering::Relaxed) {
             ProgressDrawTarget::stderr()
         } else {
             ProgressDrawTarget::hidden()

@@ -312,10 +312,41 @@ pub fn convert(
     out: &Path,
     options: &ConvertOptions,
 ) -> Result<Converted, ConvertError> {
+    convert_with(model, file, out, options, &mut |_, _| {})
+}
+
+/// [`convert`], calling `progress(done, total)` with the bytes of tensor data written so far
+/// and their total, as the data is written (the check after it is not counted).
+pub fn convert_with(
+    model: &Model,
+    file: &File,
+    out: &Path,
+    options: &ConvertOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Converted, ConvertError> {
     match model {
-        Model::Gguf(g) => gguf_to_llmw(g, out, options),
-        Model::Llmw(l) => llmw_to_gguf(l, file, out, options),
+        Model::Gguf(g) => gguf_to_llmw(g, out, options, progress),
+        Model::Llmw(l) => llmw_to_gguf(l, file, out, options, progress),
         _ => Err(ConvertError::Format),
+    }
+}
+
+/// The progress of a conversion to `.llmw`, shared by the tensors' readers (which the writer
+/// drains one after the other): bytes read so far, of `total`.
+struct Meter<'p> {
+    done: std::cell::Cell<u64>,
+    total: u64,
+    report: std::cell::RefCell<&'p mut dyn FnMut(u64, u64)>,
+}
+
+impl Meter<'_> {
+    fn add(&self, n: u64) {
+        let done = self.done.get().saturating_add(n);
+        self.done.set(done);
+        // Not re-entered: the writer reads one tensor at a time on this thread.
+        if let Ok(mut report) = self.report.try_borrow_mut() {
+            report(done, self.total);
+        }
     }
 }
 
@@ -400,6 +431,7 @@ struct RangeReader<'a> {
     source: &'a dyn WeightSource,
     pos: u64,
     end: u64,
+    meter: &'a Meter<'a>,
 }
 
 impl Read for RangeReader<'_> {
@@ -409,6 +441,7 @@ impl Read for RangeReader<'_> {
         let chunk = buf.get_mut(..n).unwrap_or_default();
         self.source.read_raw_at(self.pos, chunk).map_err(io::Error::other)?;
         self.pos = self.pos.saturating_add(n as u64);
+        self.meter.add(n as u64);
         Ok(n)
     }
 }
@@ -417,11 +450,15 @@ fn gguf_to_llmw(
     src: &GgufFile,
     out: &Path,
     options: &ConvertOptions,
+    progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Converted, ConvertError> {
     let gguf = src.gguf();
     if gguf.endian() == sipllm_gguf::Endian::Big && !gguf.tensor_infos().is_empty() {
         return Err(ConvertError::BigEndian);
     }
+    let total = gguf.tensor_infos().iter().filter_map(|t| t.nbytes()).fold(0, u64::saturating_add);
+    let meter =
+        Meter { done: std::cell::Cell::new(0), total, report: std::cell::RefCell::new(progress) };
     let mut writer = LlmwWriter::new();
     let mut refused = Vec::new();
     let mut kept: Vec<String> = Vec::new();
@@ -463,7 +500,8 @@ fn gguf_to_llmw(
             shape.push(1);
         }
         let (from, nbytes) = (t.info.abs_offset(), t.info.nbytes().unwrap_or(0));
-        let reader = RangeReader { source: src, pos: from, end: from.saturating_add(nbytes) };
+        let end = from.saturating_add(nbytes);
+        let reader = RangeReader { source: src, pos: from, end, meter: &meter };
         match writer.add_tensor_from_reader(&name, t.info.ggml_type(), &shape, reader) {
             Ok(_) => planned.push(Planned {
                 name,
@@ -511,6 +549,7 @@ fn llmw_to_gguf(
     file: &File,
     out: &Path,
     options: &ConvertOptions,
+    progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Converted, ConvertError> {
     let llmw = src.llmw();
     let arch = llmw.get_str("general.architecture");
@@ -556,7 +595,7 @@ fn llmw_to_gguf(
         builder.set_data(i, TensorData::File { file, offset: p.from });
     }
     let source = src.store().source();
-    let write = |tmp: &AtomicFile| builder.write_into(tmp).map(drop);
+    let write = |tmp: &AtomicFile| builder.write_into_with(tmp, progress).map(drop);
     write_check_and_commit(out, Format::Gguf, write, &kept, src, &planned, source)?;
     Ok(done(Format::Llmw, Format::Gguf, kept.len(), &planned, dropped))
 }

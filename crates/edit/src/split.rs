@@ -289,6 +289,16 @@ pub fn plan_split(src: &Path, options: &SplitOptions) -> Result<Vec<PlannedShard
 /// limit of 0, a file without tensors, a tensor of unknown size, a plan of more than 65,535
 /// shards, and an empty shard other than a metadata-only first ([`SplitError::Refused`]).
 pub fn split_file(src: &Path, options: &SplitOptions) -> Result<Vec<WrittenFile>, SplitError> {
+    split_file_with(src, options, &mut |_, _| {})
+}
+
+/// [`split_file`], calling `progress(done, total)` with the bytes of tensor data written so
+/// far over every shard and their total (as [`GgufFileBuilder::write_into_with`](crate::GgufFileBuilder::write_into_with)).
+pub fn split_file_with(
+    src: &Path,
+    options: &SplitOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Vec<WrittenFile>, SplitError> {
     let refuse = |reason: SplitRefusal| SplitError::Refused { path: src.to_path_buf(), reason };
     let Prepared { input, sizes: _, plan, count, total, dir, prefix } = prepare(src, options)?;
     let gguf = input.gguf();
@@ -312,6 +322,9 @@ pub fn split_file(src: &Path, options: &SplitOptions) -> Result<Vec<WrittenFile>
     // Phase 1: every shard complete, synced and closed under a temporary name; the old set,
     // if any, untouched.
     let mut pending: Vec<(ClosedTemp, WrittenFile)> = Vec::with_capacity(plan.len());
+    let all = gguf.tensor_infos().iter().filter_map(|t| t.nbytes());
+    let data_total = all.fold(0u64, u64::saturating_add);
+    let mut before = 0u64;
     for ((k, range), dest) in plan.iter().enumerate().zip(&dests) {
         let no = u16::try_from(k).unwrap_or(u16::MAX);
         let mut w = if k == 0 {
@@ -330,7 +343,15 @@ pub fn split_file(src: &Path, options: &SplitOptions) -> Result<Vec<WrittenFile>
             offsets.push((0, t.info.abs_offset()));
         }
         // Swept above, once for every shard name.
-        let (tmp, file_size) = write_temp(w, &offsets, &[data], dest, false)?;
+        let mut shard_done = 0u64;
+        let (tmp, file_size) = {
+            let mut report = |done: u64, _: u64| {
+                shard_done = done;
+                progress(before.saturating_add(done), data_total);
+            };
+            write_temp(w, &offsets, &[data], dest, false, &mut report)?
+        };
+        before = before.saturating_add(shard_done);
         pending.push((tmp, WrittenFile { path: dest.clone(), tensors: range.len(), file_size }));
     }
     rename_set(pending)
@@ -412,6 +433,17 @@ fn rename_set(pending: Vec<(ClosedTemp, WrittenFile)>) -> Result<Vec<WrittenFile
 /// a symlink: over the file it points at). `out` must not be one of the shards, by file
 /// identity ([`WriteError::OutputIsInput`]).
 pub fn merge(shard: &Path, out: &Path, options: &OpenOptions) -> Result<WrittenFile, SplitError> {
+    merge_with(shard, out, options, &mut |_, _| {})
+}
+
+/// [`merge`], calling `progress(done, total)` with the bytes of tensor data written so far
+/// and their total (as [`GgufFileBuilder::write_into_with`](crate::GgufFileBuilder::write_into_with)).
+pub fn merge_with(
+    shard: &Path,
+    out: &Path,
+    options: &OpenOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<WrittenFile, SplitError> {
     let first = GgufFile::open(shard, options)?;
     let keys = SplitKeys::read(first.gguf(), Some(shard))?;
     if keys.count.is_none_or(|c| c == 0) {
@@ -422,7 +454,7 @@ pub fn merge(shard: &Path, out: &Path, options: &OpenOptions) -> Result<WrittenF
         .into());
     }
     let set = SplitFile::from_shard(shard, first, options)?;
-    merge_set(&set, out)
+    merge_set_with(&set, out, progress)
 }
 
 /// [`merge`] of a set already opened ([`SplitFile::open`], [`SplitFile::open_paths`], or
@@ -435,6 +467,16 @@ pub fn merge(shard: &Path, out: &Path, options: &OpenOptions) -> Result<WrittenF
 /// [`WriteError::OutputIsInput`] when `out` is one of the shards; [`StreamError::Open`] for a
 /// shard held in memory (not a file); the write's errors.
 pub fn merge_set(set: &SplitFile, out: &Path) -> Result<WrittenFile, SplitError> {
+    merge_set_with(set, out, &mut |_, _| {})
+}
+
+/// [`merge_set`], calling `progress(done, total)` with the bytes of tensor data written so
+/// far and their total (as [`GgufFileBuilder::write_into_with`](crate::GgufFileBuilder::write_into_with)).
+pub fn merge_set_with(
+    set: &SplitFile,
+    out: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<WrittenFile, SplitError> {
     let shard = set.path().unwrap_or(Path::new("the set"));
     let mut files: Vec<&File> = Vec::with_capacity(set.shard_count());
     for s in set.shards() {
@@ -460,7 +502,7 @@ pub fn merge_set(set: &SplitFile, out: &Path) -> Result<WrittenFile, SplitError>
     }
     let real_out = identity::resolve(out);
     // (`AtomicFile::create` removes what a killed merge into `out` left.)
-    let (tmp, file_size) = write_temp(w, &sources, &files, out, true)?;
+    let (tmp, file_size) = write_temp(w, &sources, &files, out, true, progress)?;
     tmp.rename().map_err(|source| WriteError::Write {
         path: out.to_path_buf(),
         offset: file_size,
@@ -488,6 +530,7 @@ fn write_temp(
     files: &[&File],
     dest: &Path,
     sweep: bool,
+    progress: &mut dyn FnMut(u64, u64),
 ) -> Result<(ClosedTemp, u64), SplitError> {
     let mut builder = GgufFileBuilder::new(w);
     for (i, &(s, offset)) in sources.iter().enumerate() {
@@ -497,7 +540,7 @@ fn write_temp(
     }
     let out = if sweep { AtomicFile::create(dest) } else { AtomicFile::create_unswept(dest) }
         .map_err(|source| WriteError::Create { path: dest.to_path_buf(), source })?;
-    let stats = builder.write_into(&out)?;
+    let stats = builder.write_into_with(&out, progress)?;
     let tmp = out.close().map_err(|source| WriteError::Write {
         path: dest.to_path_buf(),
         offset: stats.file_size,

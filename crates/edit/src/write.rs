@@ -511,6 +511,9 @@ fn copy_data(
     Ok(CopyStats { data_bytes: len, hole_bytes: 0, buffered_bytes: buffered })
 }
 
+/// How often, in bytes, a long copy reports progress (`write_into_with`) within a tensor.
+pub const PROGRESS_STEP: u64 = 64 << 20;
+
 /// Where a tensor's data comes from.
 #[derive(Debug)]
 pub enum TensorData<'a> {
@@ -592,6 +595,17 @@ impl<'a> GgufFileBuilder<'a> {
 
     /// Writes the file into `out` (positional writes; `out` should be empty).
     pub fn write_into(self, out: &AtomicFile) -> Result<BuildStats, WriteError> {
+        self.write_into_with(out, &mut |_, _| {})
+    }
+
+    /// [`GgufFileBuilder::write_into`], calling `progress(done, total)` with the bytes of
+    /// tensor data written so far and their total, after each tensor and every
+    /// [`PROGRESS_STEP`] bytes within a large one (a copied hole counts as written).
+    pub fn write_into_with(
+        self,
+        out: &AtomicFile,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<BuildStats, WriteError> {
         let path = out.dest().to_path_buf();
         let werr = |offset: u64, source: io::Error| WriteError::Write {
             path: path.clone(),
@@ -616,6 +630,8 @@ impl<'a> GgufFileBuilder<'a> {
             copy: CopyStats::default(),
         };
         let names = self.writer.tensors();
+        let total = layout.tensors.iter().fold(0u64, |sum, &(_, n)| sum.saturating_add(n));
+        let mut done = 0u64;
         for (i, (data, &(abs, nbytes))) in self.data.into_iter().zip(&layout.tensors).enumerate() {
             let tensor = || {
                 names
@@ -643,11 +659,24 @@ impl<'a> GgufFileBuilder<'a> {
                     })?;
                 }
                 Some(TensorData::File { file: src, offset }) => {
-                    let copied =
-                        copy_range(src, offset, file, abs, nbytes).map_err(|e| werr(abs, e))?;
-                    stats.copy.add(copied);
+                    // In steps, so that a bar moves within a multi-GB tensor.
+                    let mut at = 0u64;
+                    while at < nbytes {
+                        let step = (nbytes - at).min(PROGRESS_STEP);
+                        // (An overflowing range is copy_range's error, not a wrap.)
+                        let (from, to) = (offset.saturating_add(at), abs.saturating_add(at));
+                        let copied =
+                            copy_range(src, from, file, to, step).map_err(|e| werr(to, e))?;
+                        stats.copy.add(copied);
+                        at += step;
+                        if at < nbytes {
+                            progress(done.saturating_add(at), total);
+                        }
+                    }
                 }
             }
+            done = done.saturating_add(nbytes);
+            progress(done, total);
         }
         Ok(stats)
     }

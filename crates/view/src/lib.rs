@@ -436,6 +436,47 @@ impl<'a> View<'a> {
     pub fn get(&self, key: &str) -> Option<&Val<'a>> {
         self.entries.iter().rev().find(|e| e.key == key.as_bytes()).map(|e| &e.value)
     }
+
+    /// The special tokens the metadata names (`tokenizer.ggml.bos_token_id` and every other
+    /// `tokenizer.ggml.*_token_id` holding a non-negative integer), in metadata order, each
+    /// with its text from `tokenizer.ggml.tokens` when the vocabulary has that id (one pass
+    /// over the vocabulary, up to the largest id).
+    pub fn special_tokens(&self) -> Vec<SpecialToken<'a>> {
+        const PREFIX: &[u8] = b"tokenizer.ggml.";
+        const SUFFIX: &[u8] = b"_token_id";
+        let mut found: Vec<SpecialToken<'a>> = self
+            .entries
+            .iter()
+            .filter_map(|e| {
+                let role = e.key.strip_prefix(PREFIX)?.strip_suffix(SUFFIX)?;
+                let id = e.value.as_u64()?;
+                Some(SpecialToken { role, id, text: None })
+            })
+            .collect();
+        let Some(Val::Array(tokens)) = self.get("tokenizer.ggml.tokens") else { return found };
+        let Some(last) = found.iter().map(|t| t.id).max() else { return found };
+        for (id, token) in (0..=last).zip(tokens.iter()) {
+            if let Val::Str(text) = token {
+                for t in found.iter_mut().filter(|t| t.id == id) {
+                    t.text = Some(text);
+                }
+            }
+        }
+        found
+    }
+}
+
+/// A special token the metadata names ([`View::special_tokens`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpecialToken<'a> {
+    /// What it is: the key between `tokenizer.ggml.` and `_token_id` (`bos`, `eos`,
+    /// `unknown`, `padding`, `eot`, …), as stored.
+    pub role: &'a [u8],
+    /// The token id.
+    pub id: u64,
+    /// Its text in `tokenizer.ggml.tokens`, as stored; `None` when the vocabulary is absent
+    /// or shorter than the id.
+    pub text: Option<&'a [u8]>,
 }
 
 /// Parameters and stored bytes of a group of tensors.

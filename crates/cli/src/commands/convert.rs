@@ -85,7 +85,11 @@ pub fn run(args: &ConvertArgs, ctx: &Ctx) -> io::Result<Exit> {
         )));
     }
     let options = ConvertOptions { drop_unsupported: args.drop_unsupported };
-    let done = match convert::convert(&model, &file, &args.output, &options) {
+    let bar = crate::progress::bar(ctx, 0);
+    let mut feed = crate::progress::feed_total(&bar);
+    let done = convert::convert_with(&model, &file, &args.output, &options, &mut feed);
+    bar.finish_and_clear();
+    let done = match done {
         Ok(done) => done,
         Err(e) => return Ok(refused(&e, &args.input, &out_name, ctx)),
     };

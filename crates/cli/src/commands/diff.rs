@@ -140,7 +140,7 @@ fn write_text(out: &mut dyn Write, d: &ModelDiff, a: &str, b: &str) -> io::Resul
         None => writeln!(out, "data: not compared (--metadata-only)")?,
         Some(data) => {
             let compared = format!(
-                "{} tensors compared by hash ({} each)",
+                "{} tensors compared by hash ({} of data in each model)",
                 group(data.compared as u64),
                 human_bytes(data.bytes)
             );
@@ -154,7 +154,13 @@ fn write_text(out: &mut dyn Write, d: &ModelDiff, a: &str, b: &str) -> io::Resul
             }
         }
     }
-    writeln!(out, "{}", if d.is_equal() { "equal" } else { "different" })
+    // Under --metadata-only the data may differ: never a bare `equal` then.
+    let verdict = match (d.is_equal(), &d.data) {
+        (true, None) => "metadata equal (data not compared)",
+        (true, Some(_)) => "equal",
+        (false, _) => "different",
+    };
+    writeln!(out, "{verdict}")
 }
 
 fn kind_of_meta(c: &MetaChange) -> usize {

@@ -19,7 +19,7 @@ use sipllm_streaming::lock::ExclusiveLock;
 use sipllm_streaming::{GgufFile, Model};
 
 use crate::cli::EditArgs;
-use crate::commands::{report_open_error, usage_error};
+use crate::commands::{UrlRefusal, refuse_url, report_open_error, usage_error};
 use crate::open::{model_of, open_locked};
 use crate::render::edit::{changes, edit_error, in_place_error, in_place_line, notes};
 use crate::render::escape;
@@ -30,6 +30,15 @@ use crate::{Ctx, Exit, values};
 /// they apply grouped by option.
 pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Result<Exit> {
     let name = display(&args.file);
+    // A URL has no local file to rewrite (`-o` fetches it into a temporary instead).
+    let refusal = match (args.recover, args.in_place) {
+        (true, _) => Some(UrlRefusal::Recover),
+        (false, true) => Some(UrlRefusal::InPlace),
+        (false, false) => None,
+    };
+    if let Some(exit) = refusal.and_then(|r| refuse_url(&args.file, r, ctx)) {
+        return Ok(exit);
+    }
     if args.recover {
         return recover(&args.file, &name);
     }
@@ -93,7 +102,7 @@ pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Resu
         return Ok(report(&EditError::NotGguf.into(), &name));
     }
     match (&args.output, &lock) {
-        (Some(out), _) => out_of_place(&args.file, model, &file, edits, out),
+        (Some(out), _) => out_of_place(&args.file, model, &file, edits, out, ctx),
         (None, Some(lock)) => run_in_place(lock, model, edits),
         (None, None) => Ok(usage_error("give -o OUT or --in-place")),
     }
@@ -196,12 +205,17 @@ fn out_of_place(
     file: &std::fs::File,
     edits: Vec<Edit>,
     out: &Path,
+    ctx: &Ctx,
 ) -> io::Result<Exit> {
     let (name, out_name) = (display(path), display(out));
     if out.is_dir() {
         return Ok(usage_error(&format!("-o {out_name}: is a directory; give a file name")));
     }
-    let pending = match edit::write_edited(gguf(&model), file, edits, out) {
+    let bar = crate::progress::bar(ctx, 0);
+    let mut feed = crate::progress::feed_total(&bar);
+    let pending = edit::write_edited_with(gguf(&model), file, edits, out, &mut feed);
+    bar.finish_and_clear();
+    let pending = match pending {
         Ok(p) => p,
         Err(errors) => return Ok(report(&errors, &name)),
     };

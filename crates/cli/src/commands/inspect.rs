@@ -13,7 +13,7 @@ use crate::glob::Glob;
 use crate::open::{Format, SAMPLE_NAME, open_sample};
 use crate::render::escape;
 use crate::render::json::{ArrayMode, InspectDoc, write_line};
-use crate::render::table::{Align, Table};
+use crate::render::table::{Align, Cut, Table, cut, fit_line, text_width};
 use crate::render::value::{Budget, group, human_bytes, human_count, one_line, type_name};
 use crate::view::{SetView, TensorRow, Val, View, Weights, weights};
 use crate::{Ctx, Exit};
@@ -46,6 +46,9 @@ pub fn run(args: &InspectArgs, ctx: &Ctx) -> io::Result<Exit> {
         }
     }
     let view = crate::view::of(&opened);
+    if let Some(key) = &args.key {
+        return one_key(&view, opened.name(), key, args.raw, ctx);
+    }
     let config = crate::view::config(&opened);
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
@@ -74,13 +77,59 @@ pub fn run(args: &InspectArgs, ctx: &Ctx) -> io::Result<Exit> {
         write_line(&mut out, &doc)?;
     } else {
         let budget = if args.full { Budget::FULL } else { Budget::SHORT };
-        summary(&mut out, opened.name(), &view, &config, budget)?;
-        metadata(&mut out, &view, &entries, filter.as_ref(), budget)?;
+        // On a terminal, every line fits its width; `--full` and pipes keep every character.
+        let fit = if args.full { None } else { ctx.fit };
+        summary(&mut out, opened.name(), &view, &config, budget, fit)?;
+        metadata(&mut out, &view, &entries, filter.as_ref(), budget, fit)?;
         if !args.no_tensors {
-            tensor_section(&mut out, &view, &tensors, filter.as_ref())?;
+            tensor_section(&mut out, &view, &tensors, filter.as_ref(), fit)?;
         }
-        warnings(&mut out, &view)?;
-        llama_cpp(&mut out, &opened)?;
+        warnings(&mut out, &view, fit)?;
+        llama_cpp(&mut out, &opened, fit)?;
+    }
+    out.flush()?;
+    Ok(Exit::Ok)
+}
+
+/// `inspect --key KEY [--raw]`: one value alone. A key the file lacks is a usage error (exit
+/// code 2) naming the nearest key there is.
+fn one_key(view: &View<'_>, name: &str, key: &str, raw: bool, ctx: &Ctx) -> io::Result<Exit> {
+    let Some(value) = view.get(key) else {
+        let keys = view.entries.iter().map(|e| e.key);
+        let hint = crate::commands::did_you_mean(key.as_bytes(), keys);
+        return Ok(crate::commands::usage_error(&format!(
+            "{} has no metadata key {}{hint} (`sipllm inspect {}` lists them)",
+            escape::str(name),
+            escape::quoted(key.as_bytes()),
+            escape::str(name),
+        )));
+    };
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    if !raw {
+        writeln!(out, "{}", one_line(value, Budget::FULL))?;
+        return Ok(Exit::Ok);
+    }
+    let bytes: Vec<u8> = match value {
+        Val::Str(s) => s.to_vec(),
+        Val::Array(a) => {
+            return Ok(crate::commands::usage_error(&format!(
+                "--raw prints one string or number, and {} is an array of {} {} (without \
+                 --raw: every element, escaped; --json --filter KEY: as JSON)",
+                escape::quoted(key.as_bytes()),
+                group(a.len),
+                a.elem_type
+            )));
+        }
+        scalar => one_line(scalar, Budget::FULL).into_bytes(),
+    };
+    if ctx.stdout_is_tty {
+        // Exact bytes are for pipes and files: a terminal gets each line escaped.
+        let lines: Vec<String> =
+            bytes.split(|&b| b == b'\n').map(|l| escape::text(l).into_owned()).collect();
+        out.write_all(lines.join("\n").as_bytes())?;
+    } else {
+        out.write_all(&bytes)?;
     }
     out.flush()?;
     Ok(Exit::Ok)
@@ -92,6 +141,7 @@ fn summary(
     view: &View<'_>,
     (config, problems): &(ModelConfig, Vec<ConfigError>),
     budget: Budget,
+    fit: Option<usize>,
 ) -> io::Result<()> {
     let s = &view.summary;
     let format = match s.format {
@@ -127,9 +177,9 @@ fn summary(
     if let Some(label) = file_type_label(config.quantization) {
         rows.push(("file type", label));
     }
-    write_pairs(out, &rows, "")?;
+    write_pairs(out, &rows, "", fit)?;
     if let Some(set) = &view.split {
-        set_files(out, set)?;
+        set_files(out, set, fit)?;
     }
 
     let mut hyper = hyperparameters(config, budget);
@@ -144,22 +194,50 @@ fn summary(
     }
     if !hyper.is_empty() || !problems.is_empty() {
         writeln!(out, "\nhyperparameters")?;
-        write_pairs(out, &hyper, "  ")?;
+        write_pairs(out, &hyper, "  ", fit)?;
         // A value of the wrong type or range: its field is left out above.
         for e in problems.iter().filter(|e| !matches!(e, ConfigError::Missing { .. })) {
             let message = escape::message(&e.to_string()).into_owned();
-            writeln!(out, "  note: {message} ({})", e.code())?;
+            writeln!(out, "{}", fit_line(&format!("  note: {message} ({})", e.code()), fit))?;
         }
     }
 
+    special_tokens(out, view, fit)?;
     if !view.tensors.is_empty() {
-        parameters(out, &view.tensors)?;
+        parameters(out, &view.tensors, fit)?;
     }
     Ok(())
 }
 
+/// The special tokens by role, id and text (`bos  2  "<bos>"`), escaped.
+fn special_tokens(out: &mut dyn Write, view: &View<'_>, fit: Option<usize>) -> io::Result<()> {
+    let tokens = view.special_tokens();
+    if tokens.is_empty() {
+        return Ok(());
+    }
+    let vocabulary = view.get("tokenizer.ggml.tokens").is_some();
+    writeln!(out, "\nspecial tokens")?;
+    let mut table =
+        Table::new(&[("role", Align::Left), ("id", Align::Right), ("text", Align::Left)]);
+    for t in &tokens {
+        let text = match t.text {
+            Some(text) => escape::quoted(text),
+            None if vocabulary => "(not in the vocabulary)".to_owned(),
+            None => "(no vocabulary)".to_owned(),
+        };
+        table.row(vec![escape::name(t.role).into_owned(), t.id.to_string(), text]);
+    }
+    // No header row: the block's title says what the columns are.
+    table.shrinkable("text", 16, Cut::End).shrinkable("role", 12, Cut::Middle).headless();
+    table.write_fit(out, "  ", fit).map(drop)
+}
+
 /// What llama.cpp's loader makes of the file: `validate --model`'s findings, one line each.
-fn llama_cpp(out: &mut dyn Write, opened: &crate::open::Opened) -> io::Result<()> {
+fn llama_cpp(
+    out: &mut dyn Write,
+    opened: &crate::open::Opened,
+    fit: Option<usize>,
+) -> io::Result<()> {
     let Some(model) = opened.model() else {
         return writeln!(out, "\nllama.cpp: not checked (the tensor data is not all in the file)");
     };
@@ -170,22 +248,23 @@ fn llama_cpp(out: &mut dyn Write, opened: &crate::open::Opened) -> io::Result<()
         (None, _) => String::new(),
     };
     match &report.arch {
-        Some(_) => writeln!(out, "\nllama.cpp 0c1e570 {} (architecture {arch})", report.verdict())?,
+        Some(_) => {
+            let line = format!("llama.cpp 0c1e570 {} (architecture {arch})", report.verdict());
+            writeln!(out, "\n{}", fit_line(&line, fit))?
+        }
         None => writeln!(out, "\nllama.cpp 0c1e570 {}", report.verdict())?,
     }
     // The first few; `validate --model` explains each over the file's bytes.
     const SHOWN: usize = 5;
     for f in report.findings.iter().take(SHOWN) {
         let message = escape::message(&f.message()).into_owned();
-        match f.path().is_empty() {
-            true => writeln!(out, "  {}: {message}", f.code())?,
-            false => writeln!(
-                out,
-                "  {}: {}: {message}",
-                f.code(),
-                escape::message(&f.path().to_string())
-            )?,
-        }
+        let line = match f.path().is_empty() {
+            true => format!("  {}: {message}", f.code()),
+            false => {
+                format!("  {}: {}: {message}", f.code(), escape::message(&f.path().to_string()))
+            }
+        };
+        writeln!(out, "{}", fit_line(&line, fit))?;
     }
     if report.findings.len() > SHOWN {
         let more = report.findings.len() - SHOWN;
@@ -195,7 +274,7 @@ fn llama_cpp(out: &mut dyn Write, opened: &crate::open::Opened) -> io::Result<()
 }
 
 /// The files of a split set: number (as in the names), path, tensors, size.
-fn set_files(out: &mut dyn Write, set: &SetView) -> io::Result<()> {
+fn set_files(out: &mut dyn Write, set: &SetView, fit: Option<usize>) -> io::Result<()> {
     writeln!(out, "\nfiles ({})", set.files.len())?;
     let mut table = Table::new(&[
         ("#", Align::Right),
@@ -211,7 +290,8 @@ fn set_files(out: &mut dyn Write, set: &SetView) -> io::Result<()> {
             group(f.file_size),
         ]);
     }
-    table.write(out, "  ")
+    table.shrinkable("file", 20, Cut::Middle);
+    table.write_fit(out, "  ", fit).map(drop)
 }
 
 /// `7,296 bytes (7.12 KiB)`, or `269 bytes` when the unit adds nothing.
@@ -239,16 +319,34 @@ fn short(v: &Val<'_>) -> String {
     }
 }
 
-fn write_pairs(out: &mut dyn Write, rows: &[(&str, String)], indent: &str) -> io::Result<()> {
+/// `label  value` lines, the labels padded alike; on a terminal (`fit`) each value is cut
+/// with `…` to the width (a file name in the middle, keeping its end).
+fn write_pairs(
+    out: &mut dyn Write,
+    rows: &[(&str, String)],
+    indent: &str,
+    fit: Option<usize>,
+) -> io::Result<()> {
     let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
     for (label, value) in rows {
+        let value = match fit {
+            Some(w) => {
+                let room = w.saturating_sub(indent.len() + width + 2).max(16);
+                cut(value, room, if *label == "file" { Cut::Middle } else { Cut::End })
+            }
+            None => value.clone(),
+        };
         writeln!(out, "{indent}{label:<width$}  {value}")?;
     }
     Ok(())
 }
 
 /// Total parameters, bytes per ggml type and bits per weight.
-fn parameters(out: &mut dyn Write, tensors: &[TensorRow<'_>]) -> io::Result<()> {
+fn parameters(
+    out: &mut dyn Write,
+    tensors: &[TensorRow<'_>],
+    fit: Option<usize>,
+) -> io::Result<()> {
     let (total, by_type) = weights(tensors);
     let bpw =
         |w: &Weights| w.bits_per_weight().map_or_else(|| "-".to_owned(), |b| format!("{b:.2}"));
@@ -261,7 +359,7 @@ fn parameters(out: &mut dyn Write, tensors: &[TensorRow<'_>]) -> io::Result<()> 
     }
     pairs.push(("bits/weight", bpw(&total)));
     writeln!(out, "\nweights")?;
-    write_pairs(out, &pairs, "  ")?;
+    write_pairs(out, &pairs, "  ", fit)?;
     let mut table = Table::new(&[
         ("type", Align::Left),
         ("tensors", Align::Right),
@@ -281,7 +379,8 @@ fn parameters(out: &mut dyn Write, tensors: &[TensorRow<'_>]) -> io::Result<()> 
             bpw(w),
         ]);
     }
-    table.write(out, "  ")
+    table.optional("bits/weight", 0);
+    table.write_fit(out, "  ", fit).map(drop)
 }
 
 /// `Q4_K_M (general.file_type 15)`, `Q8_0 (guessed from the tensor types: …)`, or nothing.
@@ -410,11 +509,31 @@ fn metadata(
     entries: &[&crate::view::Entry<'_>],
     filter: Option<&Glob>,
     budget: Budget,
+    fit: Option<usize>,
 ) -> io::Result<()> {
     heading(out, "metadata", entries.len(), view.entries.len(), filter)?;
     if entries.is_empty() {
         return Ok(());
     }
+    // On a terminal, previews are made to fit what the other columns leave of its width,
+    // as the table will share it: keys cut to 40 columns, then values to 32, keys to 28,
+    // values to 16, keys to 24 (the table cuts what still does not fit).
+    let budget = match fit {
+        Some(w) => {
+            let index = entries.iter().map(|e| e.index.to_string().len()).max().unwrap_or(1);
+            let key = entries.iter().map(|e| text_width(&escape::name(e.key))).max().unwrap_or(0);
+            let ty = entries.iter().map(|e| e.value.type_name().len()).max().unwrap_or(0);
+            // Indent 2, three separators of 2.
+            let fixed = 2 + index.max(1) + ty.max(4) + 6;
+            let mut key = key.min(40);
+            let value = |key: usize| w.saturating_sub(fixed + key);
+            if value(key) < 32 {
+                key = key.saturating_sub(32 - value(key)).max(28.min(key));
+            }
+            budget.within(value(key))
+        }
+        None => budget,
+    };
     let mut table = Table::new(&[
         ("#", Align::Right),
         ("key", Align::Left),
@@ -429,7 +548,13 @@ fn metadata(
             chat_template_line(e).unwrap_or_else(|| one_line(&e.value, budget)),
         ]);
     }
-    table.write(out, "  ")
+    table
+        .shrinkable("key", 40, Cut::Middle)
+        .shrinkable("value", 32, Cut::End)
+        .shrinkable("key", 28, Cut::Middle)
+        .shrinkable("value", 16, Cut::End)
+        .shrinkable("key", 24, Cut::Middle);
+    table.write_fit(out, "  ", fit).map(drop)
 }
 
 /// A chat template (`tokenizer.chat_template`, `tokenizer.chat_template.NAME`) as its size
@@ -448,18 +573,24 @@ fn tensor_section(
     view: &View<'_>,
     tensors: &[&TensorRow<'_>],
     filter: Option<&Glob>,
+    fit: Option<usize>,
 ) -> io::Result<()> {
     heading(out, "tensors", tensors.len(), view.tensors.len(), filter)?;
     if tensors.is_empty() {
         return Ok(());
     }
-    tensor_table(out, tensors)
+    tensor_table(out, tensors, fit)
 }
 
 /// The tensor table (also `sipllm tensors`). For a split set, a `file` column gives the
 /// shard holding each tensor (numbered from 1, as in the file names), and the offset is in
-/// that file.
-pub fn tensor_table(out: &mut dyn Write, tensors: &[&TensorRow<'_>]) -> io::Result<()> {
+/// that file. On a terminal (`fit`), names over 40 columns are cut in the middle, then the
+/// offset column is left out (a note says so), then names cut further.
+pub fn tensor_table(
+    out: &mut dyn Write,
+    tensors: &[&TensorRow<'_>],
+    fit: Option<usize>,
+) -> io::Result<()> {
     let set = tensors.iter().any(|t| t.shard.is_some());
     let mut columns = vec![
         ("#", Align::Right),
@@ -489,10 +620,18 @@ pub fn tensor_table(out: &mut dyn Write, tensors: &[&TensorRow<'_>]) -> io::Resu
         ]);
         table.row(row);
     }
-    table.write(out, "  ")
+    table
+        .shrinkable("name", 40, Cut::Middle)
+        .shrinkable("shape", 16, Cut::End)
+        .optional("offset", 0);
+    let left_out = table.write_fit(out, "  ", fit)?;
+    if !left_out.is_empty() {
+        writeln!(out, "  ({} left out to fit; --json has them)", left_out.join(" and "))?;
+    }
+    Ok(())
 }
 
-fn warnings(out: &mut dyn Write, view: &View<'_>) -> io::Result<()> {
+fn warnings(out: &mut dyn Write, view: &View<'_>, fit: Option<usize>) -> io::Result<()> {
     if view.warnings.is_empty() {
         return Ok(());
     }
@@ -500,7 +639,8 @@ fn warnings(out: &mut dyn Write, view: &View<'_>) -> io::Result<()> {
     for w in &view.warnings {
         let file = w.shard.map(|s| format!(" in file {}", s + 1)).unwrap_or_default();
         let message = escape::message(&w.located_message()).into_owned();
-        writeln!(out, "  {}{file} at 0x{:x}: {message}", w.code, w.offset)?;
+        let line = format!("  {}{file} at 0x{:x}: {message}", w.code, w.offset);
+        writeln!(out, "{}", fit_line(&line, fit))?;
     }
     writeln!(out, "  (`sipllm validate` shows each with the bytes concerned)")
 }

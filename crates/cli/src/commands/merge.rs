@@ -2,17 +2,24 @@
 
 use std::io::{self, Write};
 
-use sipllm_edit::split::merge;
+use sipllm_edit::split::merge_with;
 
 use crate::cli::MergeArgs;
-use crate::commands::report_split_error;
 use crate::commands::split::{open_options, show};
+use crate::commands::{UrlRefusal, refuse_url, report_split_error};
 use crate::render::value::{group, human_bytes};
 use crate::{Ctx, Exit};
 
 /// Runs `merge`.
 pub fn run(args: &MergeArgs, ctx: &Ctx) -> io::Result<Exit> {
-    let written = match merge(&args.shard, &args.out, &open_options(&args.parse)) {
+    if let Some(exit) = refuse_url(&args.shard, UrlRefusal::Split, ctx) {
+        return Ok(exit);
+    }
+    let bar = crate::progress::bar(ctx, 0);
+    let mut feed = crate::progress::feed_total(&bar);
+    let written = merge_with(&args.shard, &args.out, &open_options(&args.parse), &mut feed);
+    bar.finish_and_clear();
+    let written = match written {
         Ok(w) => w,
         Err(e) => return Ok(report_split_error(&args.shard, &e, ctx)),
     };

@@ -80,6 +80,53 @@ pub fn report_split_error(path: &Path, e: &SplitError, ctx: &Ctx) -> Exit {
     }
 }
 
+/// Refuses (exit code 2, a coded diagnostic naming the URL, credentials redacted) a URL where
+/// a command needs a local file: `edit --in-place` and `--recover` (the file itself is
+/// rewritten), `split` and `merge` (they copy file to file). `None` for a local path.
+pub fn refuse_url(path: &Path, command: UrlRefusal, ctx: &Ctx) -> Option<Exit> {
+    crate::open::remote_name(path)?;
+    let (code, message, help) = match command {
+        UrlRefusal::InPlace => (
+            "edit::url_in_place",
+            "a URL cannot be edited in place: there is no file here to rewrite",
+            "download the file first (`curl -LO URL`) and edit that copy in place, or write an \
+             edited copy with `-o OUT` (the URL is then fetched once into a temporary file)",
+        ),
+        UrlRefusal::Recover => (
+            "edit::url_in_place",
+            "a URL has no header backup to recover from: only a local file edited in place has",
+            "give the path of the local file whose in-place edit was interrupted",
+        ),
+        UrlRefusal::Split => (
+            "split::url_input",
+            "split and merge read local files only (they copy tensor data file to file)",
+            "download the file (or every shard) first, e.g. `curl -LO URL`, and give the local \
+             path",
+        ),
+    };
+    let finding = Finding {
+        severity: crate::diagnostic::Severity::Error,
+        code,
+        message: message.to_owned(),
+        path: String::new(),
+        offset: None,
+        len: 0,
+        help: help.to_owned(),
+    };
+    Some(report_finding(path, finding, ctx))
+}
+
+/// What [`refuse_url`] refuses a URL for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UrlRefusal {
+    /// `edit --in-place`.
+    InPlace,
+    /// `edit --recover`.
+    Recover,
+    /// `split`, `merge`.
+    Split,
+}
+
 /// Renders `finding` about the file at `path` (no hex window: it is no byte range's);
 /// returns exit code 2.
 fn report_finding(path: &Path, finding: Finding, ctx: &Ctx) -> Exit {
@@ -215,4 +262,57 @@ pub fn usage_error(msg: &str) -> Exit {
 /// True when `name` passes the filter (always, without one).
 pub fn keep(filter: Option<&Glob>, name: &[u8]) -> bool {
     filter.is_none_or(|g| g.matches(&String::from_utf8_lossy(name)))
+}
+
+/// `; did you mean "NAME"?` naming the candidate nearest to `wanted` (edit distance at most a
+/// third of its length, 2 at least), or nothing. For unknown keys and tensor names.
+pub fn did_you_mean<'a>(wanted: &[u8], candidates: impl Iterator<Item = &'a [u8]>) -> String {
+    let limit = (wanted.len() / 3).max(2);
+    let mut best: Option<(usize, &[u8])> = None;
+    for c in candidates {
+        // Names far longer or shorter cannot be near: skip them without the distance.
+        if c.len().abs_diff(wanted.len()) > limit {
+            continue;
+        }
+        let d = edit_distance(wanted, c);
+        if d <= limit && best.is_none_or(|(b, _)| d < b) {
+            best = Some((d, c));
+        }
+    }
+    best.map_or_else(String::new, |(_, c)| format!("; did you mean {}?", escape::quoted(c)))
+}
+
+/// Levenshtein distance of two byte strings (one row of the table at a time).
+fn edit_distance(a: &[u8], b: &[u8]) -> usize {
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, &x) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &y) in b.iter().enumerate() {
+            let next = (diagonal + usize::from(x != y)).min(row[j] + 1).min(row[j + 1] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions_name_the_nearest_name() {
+        let names: [&[u8]; 3] = [b"blk.0.attn_q.weight", b"blk.0.attn_k.weight", b"output.weight"];
+        assert_eq!(
+            did_you_mean(b"blk.0.atn_q.weight", names.into_iter()),
+            "; did you mean \"blk.0.attn_q.weight\"?"
+        );
+        assert_eq!(
+            did_you_mean(b"output.weigth", names.into_iter()),
+            "; did you mean \"output.weight\"?"
+        );
+        assert_eq!(did_you_mean(b"nothing.like.it", names.into_iter()), "");
+        assert_eq!(edit_distance(b"kitten", b"sitting"), 3);
+    }
 }

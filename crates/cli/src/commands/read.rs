@@ -13,6 +13,7 @@ use crate::commands::{
     open_or_report, refuse_input_as_output, report_open_error, usage_error, write_output,
 };
 use crate::render::escape;
+use crate::render::value::group;
 use crate::{Ctx, Exit};
 
 /// Bytes copied per read.
@@ -40,11 +41,13 @@ pub fn run(args: &ReadArgs, ctx: &Ctx) -> io::Result<Exit> {
         return Ok(usage_error("the file's tensor data cannot be read"));
     };
     let Some(tensor) = source.find(&args.tensor) else {
+        let names = source.tensors().iter().map(|t| t.name.as_bytes());
         return Ok(usage_error(&format!(
-            "no tensor named {} in {} ({} tensors; `sipllm tensors {}` lists them)",
+            "no tensor named {} in {}{} ({} tensors; `sipllm tensors {}` lists them)",
             escape::quoted(args.tensor.as_bytes()),
             escape::str(opened.name()),
-            source.tensors().len(),
+            crate::commands::did_you_mean(args.tensor.as_bytes(), names),
+            group(source.tensors().len() as u64),
             escape::str(opened.name()),
         )));
     };
@@ -87,15 +90,19 @@ fn copy(
     ctx: &Ctx,
 ) -> io::Result<Exit> {
     let mut buf = vec![0u8; usize::try_from(len).unwrap_or(CHUNK).min(CHUNK)];
+    let bar = crate::progress::bar(ctx, len);
     let mut done = 0u64;
     while done < len {
         let n = usize::try_from(len - done).unwrap_or(CHUNK).min(CHUNK);
         let chunk = buf.get_mut(..n).unwrap_or_default();
-        if let Err(e) = source.read_raw_at(start + done, chunk) {
+        if let Err(e) = source.read_raw_at(start.saturating_add(done), chunk) {
+            bar.finish_and_clear();
             return Ok(report_open_error(path, &e, ctx));
         }
         out.write_all(chunk)?;
         done += n as u64;
+        bar.set_position(done);
     }
+    bar.finish_and_clear();
     Ok(Exit::Ok)
 }

@@ -11,7 +11,6 @@ use std::io::{self, Write};
 use sipllm_edit::safetensors::{self, Dtype, ExportOptions, Names, SafetensorsError};
 
 use crate::cli::{ConvertArgs, ExportDtype, ExportNames};
-use crate::commands::values::progress_bar;
 use crate::commands::{open_or_report, refuse_input_as_output, report_open_error, usage_error};
 use crate::open::OpenSettings;
 use crate::render::escape;
@@ -55,13 +54,8 @@ pub fn run(args: &ConvertArgs, ctx: &Ctx) -> io::Result<Exit> {
     };
     // The bar's total is the output's data size, which only the export knows; it grows the
     // bar's length as it learns it (the stored size is a first guess).
-    let bar = progress_bar(ctx, 0);
-    let done = safetensors::export(model, &args.output, &options, &mut |n| {
-        if bar.length().unwrap_or(0) < n {
-            bar.set_length(n);
-        }
-        bar.set_position(n);
-    });
+    let bar = crate::progress::bar(ctx, 0);
+    let done = safetensors::export(model, &args.output, &options, &mut crate::progress::feed(&bar));
     bar.finish_and_clear();
     let done = match done {
         Ok(done) => done,

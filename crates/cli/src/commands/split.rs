@@ -8,19 +8,22 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use sipllm_edit::split::{
-    PlannedShard, SplitLimit, SplitOptions, WrittenFile, plan_split, split_file,
+    PlannedShard, SplitLimit, SplitOptions, WrittenFile, plan_split, split_file_with,
 };
 use sipllm_gguf::ParseOptions;
 use sipllm_streaming::OpenOptions;
 
 use crate::cli::{ParseArgs, SplitArgs};
-use crate::commands::{report_split_error, usage_error};
+use crate::commands::{UrlRefusal, refuse_url, report_split_error, usage_error};
 use crate::render::escape;
 use crate::render::value::{group, human_bytes};
 use crate::{Ctx, Exit};
 
 /// Runs `split`.
 pub fn run(args: &SplitArgs, ctx: &Ctx) -> io::Result<Exit> {
+    if let Some(exit) = refuse_url(&args.file, UrlRefusal::Split, ctx) {
+        return Ok(exit);
+    }
     let limit = match (args.max_tensors, args.max_size) {
         (Some(n), None) => SplitLimit::Tensors(n),
         (None, Some(bytes)) => SplitLimit::Size(bytes),
@@ -60,7 +63,10 @@ pub fn run(args: &SplitArgs, ctx: &Ctx) -> io::Result<Exit> {
         over_size_notes(&plan, limit);
         return Ok(Exit::Ok);
     }
-    let written = match split_file(&args.file, &options) {
+    let bar = crate::progress::bar(ctx, 0);
+    let written = split_file_with(&args.file, &options, &mut crate::progress::feed_total(&bar));
+    bar.finish_and_clear();
+    let written = match written {
         Ok(w) => w,
         Err(e) => return Ok(report_split_error(&args.file, &e, ctx)),
     };

@@ -8,7 +8,9 @@ use serde::ser::{SerializeSeq, Serializer};
 use crate::cli::TensorsArgs;
 use crate::commands::inspect::tensor_table;
 use crate::commands::{compile_filter, keep, open_or_report};
+use crate::render::escape;
 use crate::render::json::{TensorDoc, write_line};
+use crate::render::value::group;
 use crate::view::TensorRow;
 use crate::{Ctx, Exit};
 
@@ -22,18 +24,31 @@ pub fn run(args: &TensorsArgs, ctx: &Ctx) -> io::Result<Exit> {
         Ok(o) => o,
         Err(exit) => return Ok(exit),
     };
-    if args.stats {
-        return crate::commands::values::stats(args, filter.as_ref(), &opened, ctx);
-    }
     let view = crate::view::of(&opened);
     let tensors: Vec<&TensorRow<'_>> =
         view.tensors.iter().filter(|t| keep(filter.as_ref(), t.name)).collect();
     let stdout = io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    // A filter that matches nothing says so (not a bare header); still exit code 0: an empty
+    // selection is an answer, as for `inspect --filter` (`--json` prints `[]`).
+    if let Some(glob) = filter.as_ref().filter(|_| tensors.is_empty() && !args.json) {
+        writeln!(
+            out,
+            "0 of {} tensors match {}",
+            group(view.tensors.len() as u64),
+            escape::quoted(glob.as_str().as_bytes())
+        )?;
+        out.flush()?;
+        return Ok(Exit::Ok);
+    }
+    if args.stats {
+        drop(out);
+        return crate::commands::values::stats(args, filter.as_ref(), &opened, ctx);
+    }
     if args.json {
         write_line(&mut out, &TensorList(&tensors))?;
     } else {
-        tensor_table(&mut out, &tensors)?;
+        tensor_table(&mut out, &tensors, ctx.fit)?;
     }
     out.flush()?;
     Ok(Exit::Ok)

@@ -6,7 +6,6 @@ use std::io::{self, BufWriter, Write};
 use std::ops::Range;
 use std::path::Path;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sipllm_streaming::{StreamError, TensorInfo, WeightSource};
 
 use crate::cli::{ReadArgs, TensorsArgs, ValueFormat, ValueType};
@@ -15,6 +14,8 @@ use crate::commands::{keep, report_open_error, usage_error, write_output};
 use crate::glob::Glob;
 use crate::open::Opened;
 use crate::render::escape;
+use crate::render::table::{Align, Cut, Table};
+use crate::render::value::group;
 use crate::{Ctx, Exit};
 
 /// Values per chunk (4 MiB of f32), rounded down to whole blocks.
@@ -50,10 +51,14 @@ pub fn read(
             out.write_all(&npy_header(&shape))?;
         }
         let mut exit = Exit::Ok;
+        // Values written, as f32 bytes.
+        let bar = crate::progress::bar(ctx, (range.end - range.start).saturating_mul(4));
         let result = for_each_chunk(source, tensor, range.clone(), |values| {
             let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            bar.inc(bytes.len() as u64);
             out.write_all(&bytes)
         });
+        bar.finish_and_clear();
         match result {
             Ok(()) => {}
             Err(ChunkError::Read(e)) => exit = report_open_error(&args.file, &e, ctx),
@@ -204,6 +209,14 @@ impl Stats {
     }
 }
 
+/// One tensor's line of `tensors --stats` (and its `--json` record).
+struct StatRow<'a> {
+    index: usize,
+    tensor: &'a TensorInfo,
+    /// `None`: a type whose values are not decoded.
+    stats: Option<Stats>,
+}
+
 /// Runs `tensors --stats`.
 pub fn stats(
     args: &TensorsArgs,
@@ -224,26 +237,11 @@ pub fn stats(
         .iter()
         .filter(|(_, t)| sipllm_quants::is_supported(t.ggml_type))
         .filter_map(|(_, t)| t.nbytes)
-        .sum();
-    let bar = progress_bar(ctx, total);
-    let mut rows = vec![
-        ["#", "name", "type", "shape", "min", "max", "mean", "std", "nan", "inf"].map(String::from),
-    ];
-    for (i, t) in tensors {
-        let shape =
-            format!("[{}]", t.shape.iter().map(u64::to_string).collect::<Vec<_>>().join(", "));
-        let mut row = [
-            i.to_string(),
-            escape::str(&t.name).to_string(),
-            t.ggml_type.name().to_string(),
-            shape,
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-        ];
+        .fold(0u64, u64::saturating_add);
+    let bar = crate::progress::bar(ctx, total);
+    let mut rows = Vec::with_capacity(tensors.len());
+    for (index, t) in tensors {
+        let mut stats = None;
         if sipllm_quants::is_supported(t.ggml_type) {
             let mut s = Stats::default();
             let count = t.element_count().unwrap_or(0);
@@ -257,65 +255,149 @@ pub fn stats(
                 bar.finish_and_clear();
                 return Ok(report_open_error(&args.file, &e, ctx));
             }
-            let (lo, hi, mean, std) = if s.finite == 0 {
-                ("-".into(), "-".into(), "-".into(), "-".into())
-            } else {
-                (short(s.min), short(s.max), format!("{:.6e}", s.mean), format!("{:.6e}", s.std()))
-            };
-            row[4..].clone_from_slice(&[lo, hi, mean, std, s.nan.to_string(), s.inf.to_string()]);
-        } else {
-            for cell in &mut row[4..] {
-                *cell = "-".into();
-            }
+            stats = Some(s);
         }
-        rows.push(row);
+        rows.push(StatRow { index, tensor: t, stats });
     }
     bar.finish_and_clear();
-    let mut widths = [0usize; 10];
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
-    for row in &rows {
-        let mut line = String::new();
-        for (c, (cell, w)) in row.iter().zip(widths).enumerate() {
-            // Text columns left-aligned, numbers right-aligned.
-            let pad = " ".repeat(w - cell.chars().count());
-            let sep = if c == 0 { "" } else { "  " };
-            if matches!(c, 1..=3) {
-                line.push_str(&format!("{sep}{cell}{pad}"));
-            } else {
-                line.push_str(&format!("{sep}{pad}{cell}"));
-            }
-        }
-        writeln!(out, "{}", line.trim_end())?;
+    if args.json {
+        let records: Vec<StatRecord<'_>> = rows.iter().map(stat_record).collect();
+        serde_json::to_writer(&mut out, &records).map_err(io::Error::other)?;
+        writeln!(out)?;
+    } else {
+        stats_table(&mut out, &rows, ctx.fit)?;
     }
     out.flush()?;
     Ok(Exit::Ok)
 }
 
-/// An f32 in its shortest round-trip form: plain for everyday magnitudes, with an exponent
-/// for very large or very small ones.
-fn short(v: f32) -> String {
-    let a = v.abs();
-    if a == 0.0 || (1e-4..1e6).contains(&a) { v.to_string() } else { format!("{v:e}") }
+/// The `tensors --stats --json` record of one tensor: its `tensors --json` identity (index,
+/// name, type, row-major shape), whether its values were decoded (`false`: a type without a
+/// dequantizer, and no counts), the counts, and the statistics of its finite values (`null`
+/// when it has none).
+#[derive(serde::Serialize)]
+struct StatRecord<'a> {
+    index: usize,
+    name: &'a str,
+    ggml_type: String,
+    shape: &'a [u64],
+    decoded: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    finite: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nan: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inf: Option<u64>,
+    min: Option<f32>,
+    max: Option<f32>,
+    mean: Option<f64>,
+    std: Option<f64>,
 }
 
-/// The bar of a long streaming job (hidden unless standard error is a terminal).
-pub(crate) fn progress_bar(ctx: &Ctx, total: u64) -> ProgressBar {
-    if !ctx.stderr_is_tty {
-        return ProgressBar::hidden();
+fn stat_record<'a>(row: &StatRow<'a>) -> StatRecord<'a> {
+    let t = row.tensor;
+    let s = row.stats.filter(|s| s.finite > 0);
+    let finite = |x: f64| x.is_finite().then_some(x);
+    StatRecord {
+        index: row.index,
+        name: &t.name,
+        ggml_type: t.ggml_type.name().to_string(),
+        shape: &t.shape,
+        decoded: row.stats.is_some(),
+        finite: row.stats.map(|s| s.finite),
+        nan: row.stats.map(|s| s.nan),
+        inf: row.stats.map(|s| s.inf),
+        min: s.map(|s| s.min),
+        max: s.map(|s| s.max),
+        mean: s.and_then(|s| finite(s.mean)),
+        std: s.and_then(|s| finite(s.std())),
     }
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    if let Ok(style) = ProgressStyle::with_template(
-        "{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}",
-    ) {
-        bar.set_style(style.progress_chars("=> "));
+}
+
+/// The text table of `tensors --stats`, fitted to `width` when given: names are cut in the
+/// middle down to 20 columns, then the shape and the type left out (a note says so).
+fn stats_table(out: &mut dyn Write, rows: &[StatRow<'_>], width: Option<usize>) -> io::Result<()> {
+    let mut table = Table::new(&[
+        ("#", Align::Right),
+        ("name", Align::Left),
+        ("type", Align::Left),
+        ("shape", Align::Left),
+        ("min", Align::Right),
+        ("max", Align::Right),
+        ("mean", Align::Right),
+        ("std", Align::Right),
+        ("nan", Align::Right),
+        ("inf", Align::Right),
+    ]);
+    table.shrinkable("name", 20, Cut::Middle).optional("shape", 0).optional("type", 1);
+    for row in rows {
+        let t = row.tensor;
+        let shape =
+            format!("[{}]", t.shape.iter().map(u64::to_string).collect::<Vec<_>>().join(", "));
+        let mut cells = vec![
+            row.index.to_string(),
+            escape::str(&t.name).into_owned(),
+            t.ggml_type.name().to_string(),
+            shape,
+        ];
+        match row.stats {
+            Some(s) if s.finite > 0 => cells.extend([
+                decimal(f64::from(s.min)),
+                decimal(f64::from(s.max)),
+                decimal(s.mean),
+                decimal(s.std()),
+                group(s.nan),
+                group(s.inf),
+            ]),
+            Some(s) => cells.extend(
+                ["-", "-", "-", "-"]
+                    .map(String::from)
+                    .into_iter()
+                    .chain([group(s.nan), group(s.inf)]),
+            ),
+            None => cells.extend(std::iter::repeat_n("-".to_owned(), 6)),
+        }
+        table.row(cells);
     }
-    bar
+    let left_out = table.write_fit(out, "", width)?;
+    if !left_out.is_empty() {
+        writeln!(out, "({} left out to fit; `sipllm tensors` lists them)", left_out.join(" and "))?;
+    }
+    Ok(())
+}
+
+/// A statistic in plain decimal, five significant digits (`26.346`, `-0.0012346`, `0`),
+/// trailing zeros dropped; an exponent only below 1e-4 or from 1e15 on, with four
+/// significant digits (`1.235e-7`).
+pub fn decimal(x: f64) -> String {
+    if x == 0.0 {
+        return "0".to_owned();
+    }
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let a = x.abs();
+    if !(1e-4..1e15).contains(&a) {
+        let text = format!("{x:.3e}");
+        // `1.200e-7` -> `1.2e-7`.
+        return match text.split_once('e') {
+            Some((m, e)) if m.contains('.') => {
+                format!("{}e{e}", m.trim_end_matches('0').trim_end_matches('.'))
+            }
+            _ => text,
+        };
+    }
+    let magnitude = a.log10().floor() as i32;
+    let decimals = usize::try_from(4 - magnitude).unwrap_or(0);
+    let text = format!("{x:.decimals$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        text
+    };
+    if text == "-0" { "0".to_owned() } else { text }
 }
 
 #[cfg(test)]
@@ -359,5 +441,19 @@ mod tests {
         odd.add(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1.0]);
         assert_eq!((odd.nan, odd.inf, odd.finite, odd.min, odd.max), (1, 2, 1, 1.0, 1.0));
         assert_eq!(odd.std(), 0.0);
+    }
+
+    #[test]
+    fn statistics_print_as_plain_decimals() {
+        assert_eq!(decimal(26.346_401), "26.346");
+        assert_eq!(decimal(3.75), "3.75");
+        assert_eq!(decimal(-0.001_234_567), "-0.0012346");
+        assert_eq!(decimal(0.0), "0");
+        assert_eq!(decimal(-0.000_01), "-1e-5");
+        assert_eq!(decimal(1.234_567e-7), "1.235e-7");
+        assert_eq!(decimal(-3.002_44e36), "-3.002e36");
+        assert_eq!(decimal(2_436_096.0), "2436096");
+        assert_eq!(decimal(1e20), "1e20");
+        assert_eq!(decimal(-0.000_000_000_000_000_1), "-1e-16");
     }
 }

@@ -20,7 +20,6 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use sha1::Digest as _;
 use sipllm_streaming::{StreamError, WeightSource};
 
@@ -402,14 +401,13 @@ pub fn run(args: &VerifyArgs, ctx: &Ctx) -> io::Result<Exit> {
         }
     }
     let check_name = args.check.as_deref().map(show).unwrap_or_default();
+    // Differences found by --check: the run then ends with them, not with "verified".
+    let mut differences = 0usize;
     match &expected {
         Some(Manifest::Sipllm(lines)) => {
             let diffs = compare(lines, &lines_of(0));
             report(&mut out, &diffs, &format!("all {} tensors match {check_name}", tensors.len()))?;
-            if !diffs.is_empty() {
-                writeln!(out, "check: {} difference(s) against {check_name}", diffs.len())?;
-                exit = Exit::Invalid;
-            }
+            differences = diffs.len();
         }
         Some(Manifest::GgufHash(lines)) => {
             let ours: Vec<&str> = tensors.iter().map(|t| t.name.as_str()).collect();
@@ -424,16 +422,14 @@ pub fn run(args: &VerifyArgs, ctx: &Ctx) -> io::Result<Exit> {
                 total += diffs.lines.len();
                 writeln!(out, "check: {}: {}", kind.name(), diffs.verdict)?;
             }
-            if total > 0 {
-                writeln!(out, "check: {total} difference(s) against {check_name}")?;
-                exit = Exit::Invalid;
-            }
+            differences = total;
         }
         None => {}
     }
     let set = opened.split().map(|s| format!(" of a set of {} files", s.shard_count()));
     let summary = format!(
-        "verified {} tensors{}, {} bytes ({}) in {}: {}",
+        "{} {} tensors{}, {} bytes ({}) in {}: {}",
+        if differences == 0 { "verified" } else { "read" },
         group(tensors.len() as u64),
         set.unwrap_or_default(),
         group(hashes.bytes_read),
@@ -455,6 +451,15 @@ pub fn run(args: &VerifyArgs, ctx: &Ctx) -> io::Result<Exit> {
             writeln!(out, "{l}")?;
         }
         writeln!(out, "{summary}")?;
+    }
+    if differences > 0 {
+        exit = Exit::Invalid;
+        let s = if differences == 1 { "" } else { "s" };
+        writeln!(
+            out,
+            "FAILED: {} difference{s} against {check_name} (the MISMATCH lines above)",
+            group(differences as u64)
+        )?;
     }
     out.flush()?;
     Ok(exit)
@@ -479,7 +484,7 @@ fn hash_model(
 ) -> Result<Hashes, Box<(String, sipllm_streaming::StreamError)>> {
     let tensors = source.tensors();
     let total: u64 = tensors.iter().filter_map(|t| t.nbytes).fold(0, u64::saturating_add);
-    let bar = progress_bar(ctx, total);
+    let bar = crate::progress::bar(ctx, total);
     let mut model: Vec<Hasher> = kinds.iter().map(|&k| Hasher::new(k)).collect();
     let mut out = Vec::with_capacity(tensors.len());
     let mut buf = vec![0u8; BUFFER];
@@ -666,22 +671,6 @@ pub fn compare(expected: &[ManifestLine], actual: &[ManifestLine]) -> Vec<String
         }
     }
     diffs
-}
-
-fn progress_bar(ctx: &Ctx, total: u64) -> ProgressBar {
-    if !ctx.stderr_is_tty {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-    let template = if ctx.color_stderr {
-        "{bar:40.cyan/blue} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}"
-    } else {
-        "{bar:40} {bytes}/{total_bytes} {binary_bytes_per_sec} eta {eta}"
-    };
-    if let Ok(style) = ProgressStyle::with_template(template) {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar
 }
 
 fn duration(d: Duration) -> String {

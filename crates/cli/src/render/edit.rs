@@ -232,6 +232,27 @@ pub fn edit_error(e: &EditError, file: &str) {
             format!("writing {dest} failed: {w}; {dest} was not changed")
         }
         EditError::Read(r) => r.to_string(),
+        // The library's text with the counts grouped (`6,525,120`), as every other count the
+        // CLI prints.
+        EditError::DoesNotFit { missing, data_offset } => format!(
+            "the edited header does not fit in place: it needs {} more bytes than the {} \
+             before the data section",
+            group(*missing),
+            group(*data_offset)
+        ),
+        EditError::NoRoomForPadding { slack, min } => format!(
+            "the edited header ends {} bytes before the data section: too many for the \
+             alignment to absorb and too few for a padding pair ({} bytes at least) to keep the \
+             data in place",
+            group(*slack),
+            group(*min)
+        ),
+        EditError::PaddingTooLarge { len, max } => format!(
+            "the edited header would need a padding string of {} bytes to keep the data in \
+             place, more than the {} a GGUF string may hold",
+            group(*len),
+            group(*max)
+        ),
         other => other.to_string(),
     };
     line.push_str(&escape::message(&message));

@@ -13,13 +13,22 @@ pub struct Budget {
     pub string_chars: usize,
     /// Characters of array elements shown before `…` (`usize::MAX`: all of them).
     pub array_chars: usize,
+    /// Characters of the whole line (an array's `[N × TYPE]` and a string's quotes and byte
+    /// count included) when it must fit a column (`usize::MAX`: no limit).
+    pub line_chars: usize,
 }
 
 impl Budget {
     /// The default: a value fits on one line of a wide terminal.
-    pub const SHORT: Budget = Budget { string_chars: 64, array_chars: 72 };
+    pub const SHORT: Budget = Budget { string_chars: 64, array_chars: 72, line_chars: usize::MAX };
     /// `--full`: everything.
-    pub const FULL: Budget = Budget { string_chars: usize::MAX, array_chars: usize::MAX };
+    pub const FULL: Budget =
+        Budget { string_chars: usize::MAX, array_chars: usize::MAX, line_chars: usize::MAX };
+
+    /// [`Budget::SHORT`] within a column of `width` characters (at least 16).
+    pub fn within(self, width: usize) -> Budget {
+        Budget { line_chars: width.max(16), ..self }
+    }
 }
 
 /// The value as one line of text.
@@ -30,11 +39,17 @@ pub fn one_line(v: &Val<'_>, budget: Budget) -> String {
             let _ = write!(out, "[{} × {}]", a.len, a.elem_type);
             if a.len > 0 {
                 out.push(' ');
+                // What is left of the line after the prefix and a closing `, …`.
+                let left = budget.line_chars.saturating_sub(out.chars().count() + 3);
+                let budget = Budget { array_chars: budget.array_chars.min(left), ..budget };
                 elements(&mut out, a, budget);
             }
         }
         Val::Str(s) => {
-            string(&mut out, s, budget.string_chars);
+            // Room for the quotes, `…` and ` (N bytes)` when cut.
+            let note = 4 + 7 + group(s.len() as u64).len();
+            let max = budget.string_chars.min(budget.line_chars.saturating_sub(note).max(8));
+            string(&mut out, s, max);
         }
         scalar => scalar_text(&mut out, scalar),
     }
@@ -76,8 +91,11 @@ fn elements(out: &mut String, a: &Arr<'_>, budget: Budget) {
     let limit = budget.array_chars;
     let unlimited = limit == usize::MAX;
     // Strings inside an abbreviated array are cut shorter than scalar strings.
-    let elem_budget =
-        if unlimited { Budget::FULL } else { Budget { string_chars: 24, array_chars: 24 } };
+    let elem_budget = if unlimited {
+        Budget::FULL
+    } else {
+        Budget { string_chars: 24, array_chars: 24, line_chars: usize::MAX }
+    };
     let mut used = 0usize;
     let mut shown = 0u64;
     let mut piece = String::new();

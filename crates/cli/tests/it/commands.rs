@@ -54,6 +54,14 @@ fn verify_check_lists_every_mismatch() {
         assert!(
             mismatches.iter().any(|l| l.contains("ghost.weight: in the manifest, not in the file"))
         );
+        // It ends with the failure, never "verified" (issue 30 item 12).
+        assert!(!run.stdout.contains("verified"), "{}", run.stdout);
+        assert_eq!(
+            run.stdout.lines().last(),
+            Some("FAILED: 4 differences against edited.txt (the MISMATCH lines above)"),
+            "{}",
+            run.stdout
+        );
     }
 }
 
@@ -237,4 +245,136 @@ fn verify_writes_and_checks_llama_gguf_hash_manifests() {
         let run = sipllm(&dir, &["verify", "--hash", hash, "--manifest", "x.txt", &file]);
         assert_eq!(run.code, Some(2), "{}", run.transcript());
     }
+}
+
+/// A vocabulary with special tokens and a chat template holding every awkward byte.
+fn tokens_file(template: &str) -> Vec<u8> {
+    use sipllm_testkit::{GgufBuilder, Value};
+    GgufBuilder::new()
+        .kv("general.architecture", Value::str("llama"))
+        .kv("tokenizer.ggml.tokens", Value::strings(["<unk>", "<s>", "</s>", "<\x1b[31m>"]))
+        .kv("tokenizer.ggml.bos_token_id", Value::Uint32(1))
+        .kv("tokenizer.ggml.eos_token_id", Value::Uint32(2))
+        .kv("tokenizer.ggml.eot_token_id", Value::Uint32(3))
+        .kv("tokenizer.ggml.padding_token_id", Value::Uint32(99))
+        .kv("tokenizer.chat_template", Value::str(template))
+        .kv("llama.context_length", Value::Uint32(4096))
+        .build()
+}
+
+/// Issue 30 item 9: `inspect` names the special tokens (escaped), and `--key KEY [--raw]`
+/// prints one value: escaped and quoted, or exactly the stored bytes with nothing added.
+#[test]
+fn inspect_names_special_tokens_and_prints_one_key() {
+    let dir = temp_dir("inspect-key");
+    let template = "{{ bos_token }}\r\n\t{% if x %}\"quoted\" \\ back{% endif %}\n\n";
+    let file = write(&dir, "tokens.gguf", &tokens_file(template));
+    let run = sipllm(&dir, &["inspect", &file]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    let block: Vec<&str> = run
+        .stdout
+        .lines()
+        .skip_while(|l| *l != "special tokens")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(
+        block,
+        [
+            "  bos       1  \"<s>\"",
+            "  eos       2  \"</s>\"",
+            "  eot       3  \"<\\u{1b}[31m>\"",
+            "  padding  99  (not in the vocabulary)"
+        ],
+        "{}",
+        run.stdout
+    );
+    // --raw: the exact bytes, no newline added.
+    let run = sipllm(&dir, &["inspect", &file, "--key", "tokenizer.chat_template", "--raw"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert_eq!(run.stdout_bytes, template.as_bytes());
+    let run = sipllm(&dir, &["inspect", &file, "--key", "llama.context_length", "--raw"]);
+    assert_eq!(run.stdout_bytes, b"4096");
+    // Without: escaped, quoted, one line.
+    let run = sipllm(&dir, &["inspect", &file, "--key", "tokenizer.chat_template"]);
+    assert_eq!(run.stdout.lines().count(), 1, "{}", run.stdout);
+    assert!(run.stdout.starts_with("\"{{ bos_token }}\\r\\n\\t"), "{}", run.stdout);
+    let run = sipllm(&dir, &["inspect", &file, "--key", "tokenizer.ggml.tokens"]);
+    assert_eq!(run.stdout, "[4 × STRING] \"<unk>\", \"<s>\", \"</s>\", \"<\\u{1b}[31m>\"\n");
+    // A key the file lacks: exit 2, the nearest key named; --raw of an array: exit 2.
+    let run = sipllm(&dir, &["inspect", &file, "--key", "tokenizer.chat_templat"]);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    assert!(run.stderr.contains("did you mean \"tokenizer.chat_template\"?"), "{}", run.stderr);
+    assert!(run.stdout.is_empty());
+    let run = sipllm(&dir, &["inspect", &file, "--key", "tokenizer.ggml.tokens", "--raw"]);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    assert!(run.stderr.contains("is an array of 4 STRING"), "{}", run.stderr);
+    // --raw needs --key; --key and --json conflict.
+    assert_eq!(sipllm(&dir, &["inspect", &file, "--raw"]).code, Some(2));
+    assert_eq!(sipllm(&dir, &["inspect", &file, "--key", "x", "--json"]).code, Some(2));
+}
+
+/// Issue 30 item 5: every reading command's help says its FILE may be a URL, and the main
+/// help names the online documentation (not a path that means nothing after `cargo install`).
+#[test]
+fn help_names_urls_and_the_online_documentation() {
+    let dir = temp_dir("help-urls");
+    let run = sipllm(&dir, &["--help"]);
+    assert_eq!(run.code, Some(0));
+    assert!(
+        run.stdout.contains("https://github.com/sipllm/sipllm-gguf/tree/main/docs"),
+        "{}",
+        run.stdout
+    );
+    let readers: [&[&str]; 11] = [
+        &["inspect"],
+        &["validate"],
+        &["tensors"],
+        &["read"],
+        &["verify"],
+        &["diff"],
+        &["fit"],
+        &["edit"],
+        &["convert"],
+        &["template", "show"],
+        &["template", "render"],
+    ];
+    for command in readers {
+        let args: Vec<&str> = command.iter().copied().chain(["--help"]).collect();
+        let run = sipllm(&dir, &args);
+        assert_eq!(run.code, Some(0), "{command:?}");
+        let text = run.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            text.contains(
+                "path or URL (http://, https://, hf://; s3:// with the object-store feature)"
+            ),
+            "{command:?} --help does not name URLs:\n{}",
+            run.stdout
+        );
+    }
+}
+
+/// Issue 30 item 12: a filter that matches nothing says so (exit code 0, `[]` with --json),
+/// and a mistyped tensor name gets the nearest one.
+#[test]
+fn no_match_and_mistyped_names_are_answered() {
+    let dir = temp_dir("no-match");
+    let file = write(&dir, "model.gguf", &valid());
+    for stats in [false, true] {
+        let mut args = vec!["tensors", &file, "--filter", "nomatch*"];
+        if stats {
+            args.push("--stats");
+        }
+        let run = sipllm(&dir, &args);
+        assert_eq!(run.code, Some(0), "{}", run.transcript());
+        assert_eq!(run.stdout, "0 of 3 tensors match \"nomatch*\"\n", "{args:?}");
+        args.push("--json");
+        let run = sipllm(&dir, &args);
+        assert_eq!((run.code, run.stdout.as_str()), (Some(0), "[]\n"), "{args:?}");
+    }
+    let run = sipllm(&dir, &["read", &file, "blk.0.atn_q.weight", "-o", "out.bin"]);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    assert!(run.stderr.contains("did you mean \"blk.0.attn_q.weight\"?"), "{}", run.stderr);
+    let run = sipllm(&dir, &["read", &file, "something.else.entirely", "-o", "out.bin"]);
+    assert!(!run.stderr.contains("did you mean"), "{}", run.stderr);
 }

@@ -20,7 +20,7 @@ fn identical_files_are_equal() {
     assert_eq!(run.code, Some(0), "{}", run.transcript());
     assert_eq!(
         run.stdout,
-        "--- a.gguf\n+++ b.gguf\ndata: 3 tensors compared by hash (1.44 KiB each), all equal\nequal\n"
+        "--- a.gguf\n+++ b.gguf\ndata: 3 tensors compared by hash (1.44 KiB of data in each model), all equal\nequal\n"
     );
     let run = sipllm(&dir, &["diff", "--format", "json", &a, &b]);
     assert_eq!(run.code, Some(0), "{}", run.transcript());
@@ -42,7 +42,7 @@ fn one_edited_key_is_the_only_difference() {
     assert_eq!(
         run.stdout,
         "--- a.gguf\n+++ b.gguf\nmetadata: 1 changed\n  ~ general.name  str \"tiny\" -> str \
-         \"renamed\"\ndata: 3 tensors compared by hash (1.44 KiB each), all equal\ndifferent\n"
+         \"renamed\"\ndata: 3 tensors compared by hash (1.44 KiB of data in each model), all equal\ndifferent\n"
     );
     let doc = json(&sipllm(&dir, &["diff", "--format", "json", &a, "b.gguf"]).stdout);
     assert_eq!(doc["equal"], false);
@@ -83,7 +83,7 @@ fn a_type_change_and_a_changed_tensor_are_reported() {
         run.stdout,
         "--- a.gguf\n+++ b.gguf\nmetadata: 1 changed\n  ~ llama.block_count  u32 2 -> i64 2\n\
          tensors: 1 changed, 1 only in A, 1 only in B\n  ~ w  F32 [2, 4] -> F16 [2, 4]\n  \
-         - gone  F32 [4]\n  + new  F32 [4]\ndata: 0 tensors compared by hash (0 B each), all \
+         - gone  F32 [4]\n  + new  F32 [4]\ndata: 0 tensors compared by hash (0 B of data in each model), all \
          equal\ndifferent\n"
     );
 }
@@ -99,11 +99,22 @@ fn changed_tensor_data_is_found_by_hash() {
     let run = sipllm(&dir, &["diff", &a, &b]);
     assert_eq!(run.code, Some(1), "{}", run.transcript());
     assert!(
-        run.stdout.ends_with("3 tensors compared by hash (1.44 KiB each), 1 differ\n  ~ output_norm.weight\ndifferent\n"),
+        run.stdout.ends_with("3 tensors compared by hash (1.44 KiB of data in each model), 1 differ\n  ~ output_norm.weight\ndifferent\n"),
         "{}",
         run.stdout
     );
-    assert_eq!(sipllm(&dir, &["diff", "--metadata-only", &a, &b]).code, Some(0));
+    // Metadata alone: exit 0, but never a bare `equal` for files whose data differs.
+    let run = sipllm(&dir, &["diff", "--metadata-only", &a, &b]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    assert!(
+        run.stdout.ends_with(
+            "data: not compared (--metadata-only)
+metadata equal (data not compared)
+"
+        ),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]

@@ -246,6 +246,19 @@ fn in_place_refusals_say_why_and_change_nothing() {
     }
     assert!(transcript.contains("more bytes than the"), "{transcript}");
     assert!(transcript.contains("m.gguf: the edited header does not fit in place"));
+    // Counts are grouped as everywhere else (issue 30 item 12: `8287 more bytes than the
+    // 6525120`).
+    let big = model().kv("general.notes", sipllm_testkit::Value::str(&"d".repeat(2000)));
+    let big = write(&dir, "big.gguf", &big.build());
+    let longer = format!("general.notes=str:{}", "e".repeat(5000));
+    let run = sipllm(&dir, &["edit", &big, "--in-place", "--set", &longer]);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    let needs = run.stderr.split("it needs ").nth(1).unwrap_or_default();
+    assert!(
+        needs.starts_with("2,9") && needs.contains(" more bytes than the 2,"),
+        "{}",
+        run.stderr
+    );
     assert!(transcript.contains("before the data section"));
     assert!(transcript.contains("help: write a new file instead (`-o OUT`)"));
     // A file whose data is not where the canonical layout puts it: refused too.
@@ -659,4 +672,28 @@ fn out_of_place_the_alignment_may_change() {
     let run = sipllm(&dir, &["edit", "a.gguf", "-o", "b.gguf", "--delete", "general.alignment"]);
     assert_eq!(run.code, Some(0), "{}", run.transcript());
     assert_eq!(std::fs::read(dir.join("b.gguf")).unwrap(), model().build());
+}
+
+/// Issue 30 item 7: a URL where a local file is needed is refused at once (nothing fetched:
+/// the address is closed) with a code and help that fit the case, not "check that the path
+/// exists"; credentials are redacted.
+#[test]
+fn urls_that_cannot_be_edited_in_place_are_refused_with_the_right_help() {
+    let dir = temp_dir("edit-url-in-place");
+    let url = "http://user:secret@127.0.0.1:9/m.gguf";
+    let cases: [(&[&str], &str, &str); 4] = [
+        (&["edit", url, "--in-place", "--delete", "general.name"], "edit::url_in_place", "-o OUT"),
+        (&["edit", "--recover", url], "edit::url_in_place", "local file"),
+        (&["split", url, "--max-tensors", "1"], "split::url_input", "curl -LO URL"),
+        (&["merge", url, "out.gguf"], "split::url_input", "curl -LO URL"),
+    ];
+    for (args, code, help) in cases {
+        let run = sipllm(&dir, args);
+        assert_eq!(run.code, Some(2), "{args:?}\n{}", run.transcript());
+        assert!(run.stderr.starts_with(code), "{args:?}\n{}", run.stderr);
+        assert!(run.stderr.contains(help), "{args:?}\n{}", run.stderr);
+        assert!(!run.stderr.contains("check that the path exists"), "{}", run.stderr);
+        assert!(!run.stderr.contains("secret"), "{}", run.stderr);
+    }
+    assert!(!dir.join("out.gguf").exists());
 }

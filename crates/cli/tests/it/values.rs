@@ -92,8 +92,52 @@ fn tensors_stats() {
     assert_eq!(run.code, Some(0), "{}", run.transcript());
     golden("tensors/stats-sample.txt", &run.transcript());
 
+    // Plain decimals, never `3.750000e0`.
+    let q8 = write(&dir, "q8.gguf", &q8_file());
+    let run = sipllm(&dir, &["tensors", "--stats", &q8]);
+    assert!(!run.stdout.contains("e0"), "{}", run.stdout);
+}
+
+/// `tensors --stats --json` parses: one record per listed tensor, in order, with the values'
+/// statistics (equal to those of the values `read --as f32` writes), and a type without
+/// values marked `"decoded": false`.
+#[test]
+fn tensors_stats_json_is_one_record_per_tensor() {
+    let dir = temp_dir("values-stats-json");
+    let file = write(&dir, "q8.gguf", &q8_file());
     let run = sipllm(&dir, &["tensors", "--stats", "--json", &file]);
-    assert_eq!(run.code, Some(2), "--stats and --json conflict");
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).expect(&run.stdout);
+    let records = doc.as_array().expect("an array");
+    assert_eq!(records.len(), 2);
+    let w = &records[0];
+    assert_eq!((w["index"].as_u64(), w["name"].as_str()), (Some(0), Some("w")));
+    assert_eq!(w["ggml_type"], "Q8_0");
+    assert_eq!(w["shape"], serde_json::json!([2, 32]));
+    assert_eq!((w["decoded"].as_bool(), w["finite"].as_u64()), (Some(true), Some(64)));
+    assert_eq!((w["nan"].as_u64(), w["inf"].as_u64()), (Some(0), Some(0)));
+    let out = dir.join("w.f32");
+    let run = sipllm(&dir, &["read", &file, "w", "--as", "f32", "-o", out.to_str().unwrap()]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    let values: Vec<f64> = std::fs::read(&out)
+        .unwrap()
+        .chunks_exact(4)
+        .map(|b| f64::from(f32::from_le_bytes([b[0], b[1], b[2], b[3]])))
+        .collect();
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let std = (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n).sqrt();
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    assert_eq!((w["min"].as_f64(), w["max"].as_f64()), (Some(min), Some(max)));
+    assert!((w["mean"].as_f64().unwrap() - mean).abs() < 1e-12, "{w}");
+    assert!((w["std"].as_f64().unwrap() - std).abs() < 1e-12, "{w}");
+    let ids = &records[1];
+    assert_eq!((ids["name"].as_str(), ids["decoded"].as_bool()), (Some("ids"), Some(false)));
+    assert!(ids["mean"].is_null() && ids.get("finite").is_none(), "{ids}");
+    // --filter applies; no match is an empty array.
+    let run = sipllm(&dir, &["tensors", "--stats", "--json", "--filter", "nomatch*", &file]);
+    assert_eq!(run.stdout.trim(), "[]", "{}", run.transcript());
 }
 
 /// A big-endian GGUF reads to exactly its little-endian twin's values: every tensor through

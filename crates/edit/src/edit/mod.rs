@@ -368,6 +368,18 @@ pub fn write_edited(
     edits: Vec<Edit>,
     out: &Path,
 ) -> Result<Pending, EditErrors> {
+    write_edited_with(src, file, edits, out, &mut |_, _| {})
+}
+
+/// [`write_edited`], calling `progress(done, total)` with the bytes of tensor data copied so
+/// far and their total (as [`GgufFileBuilder::write_into_with`]).
+pub fn write_edited_with(
+    src: &GgufFile,
+    file: &File,
+    edits: Vec<Edit>,
+    out: &Path,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Pending, EditErrors> {
     let gguf = src.gguf();
     let file_size = src.store().file_size();
     let mut writer = GgufWriter::from_gguf(gguf).pad_tensorless(file_size >= gguf.data_offset());
@@ -398,7 +410,7 @@ pub fn write_edited(
     for (i, t) in gguf.tensor_infos().iter().enumerate() {
         builder.set_data(i, TensorData::File { file, offset: t.abs_offset() });
     }
-    let stats = builder.write_into(&tmp).map_err(EditError::Write)?;
+    let stats = builder.write_into_with(&tmp, progress).map_err(EditError::Write)?;
     Ok(Pending { tmp, header_hash, report, stats })
 }
 

@@ -871,3 +871,46 @@ fn a_shard_name_that_is_the_input_is_refused() {
     assert_eq!(fs::read(&original).unwrap(), bytes);
     assert_eq!(dir.names(), ["m-00002-of-00003.gguf", "m.gguf"], "nothing written");
 }
+
+/// The `_with` variants report the tensor data written: `(done, total)`, `done` never going
+/// back, ending at `total`, the input's tensor bytes (over every shard for a split); the
+/// output is the one the plain call writes.
+#[test]
+fn split_merge_and_convert_report_their_progress() {
+    use sipllm_edit::convert::{ConvertOptions, convert_with};
+    use sipllm_edit::split::{merge_with, split_file_with};
+    let dir = TempDir::new("progress");
+    let original = dir.join("m.gguf");
+    fs::write(&original, many_tensor_model(40, None)).unwrap();
+    let input = GgufFile::open(&original, &opts()).unwrap();
+    let data: u64 = input.gguf().tensor_infos().iter().map(|t| t.nbytes().unwrap()).sum();
+    let check = |calls: &[(u64, u64)]| {
+        assert!(!calls.is_empty());
+        assert!(calls.iter().all(|&(_, total)| total == data), "{calls:?}");
+        assert!(calls.windows(2).all(|w| w[0].0 <= w[1].0), "{calls:?}");
+        assert_eq!(calls.last().map(|c| c.0), Some(data), "{calls:?}");
+    };
+    let mut calls = Vec::new();
+    let options = SplitOptions::new(SplitLimit::Tensors(7));
+    let shards = split_file_with(&original, &options, &mut |d, t| calls.push((d, t))).unwrap();
+    assert_eq!(shards.len(), 6);
+    check(&calls);
+    calls.clear();
+    let merged = dir.join("merged.gguf");
+    merge_with(&shards[0].path, &merged, &opts(), &mut |d, t| calls.push((d, t))).unwrap();
+    check(&calls);
+    assert_eq!(fs::read(&merged).unwrap(), fs::read(&original).unwrap());
+    calls.clear();
+    let model = Model::open(&original, &opts()).unwrap();
+    let file = fs::File::open(&original).unwrap();
+    let to = dir.join("m.llmw");
+    let convert = ConvertOptions { drop_unsupported: true };
+    convert_with(&model, &file, &to, &convert, &mut |d, t| calls.push((d, t))).unwrap();
+    check(&calls);
+    calls.clear();
+    let llmw = Model::open(&to, &opts()).unwrap();
+    let file = fs::File::open(&to).unwrap();
+    let back = dir.join("back.gguf");
+    convert_with(&llmw, &file, &back, &convert, &mut |d, t| calls.push((d, t))).unwrap();
+    check(&calls);
+}
