@@ -287,14 +287,8 @@ pub(crate) fn tensor_values(
         return whole_tensor(py, source, tensor, out, threads);
     }
     // The blocks of the whole range announced once: from a URL one request (per 64 MiB) that
-    // the pieces' reads continue, instead of one per piece. Only a hint.
-    if let Some((bn, bb)) = sipllm_quants::block_layout(tensor.ggml_type) {
-        let (bn, bb) = (bn as u64, bb as u64);
-        let (first, end) = (range.start / bn, range.end.div_ceil(bn));
-        if let Some(start) = tensor.abs_offset.checked_add(first.saturating_mul(bb)) {
-            let _ = source.prefetch_range(start, (end - first).saturating_mul(bb));
-        }
-    }
+    // the pieces' reads continue, instead of one per piece.
+    source.prefetch_values(tensor, range.clone());
     let mut at = 0;
     let mut buf = Vec::new();
     while at < n {

@@ -107,6 +107,15 @@ pub trait WeightSource: Send + Sync {
         Ok(())
     }
 
+    /// A hint that values `range` (element indices) of `tensor` will be read soon, by one or
+    /// many [`read_f32_at`](Self::read_f32_at) calls: the bytes of the blocks they touch,
+    /// announced with [`prefetch_range`](Self::prefetch_range), so that over HTTP the calls
+    /// continue one request (per 64 MiB) and fetch nothing past the range. Nothing for a type
+    /// without values or a range past the tensor.
+    fn prefetch_values(&self, tensor: &TensorInfo, range: std::ops::Range<u64>) {
+        values::prefetch_values(self, tensor, range);
+    }
+
     /// The size of the underlying file in bytes.
     fn file_size(&self) -> u64;
 

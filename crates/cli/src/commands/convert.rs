@@ -107,6 +107,15 @@ pub fn run(args: &ConvertArgs, ctx: &Ctx) -> io::Result<Exit> {
     for d in &done.dropped {
         writeln!(o, "  left out {}: {}", quoted(&d.key), escape::message(&d.why.to_string()))?;
     }
+    let restore: Vec<[String; 2]> = done.dropped.iter().filter_map(|d| d.restore()).collect();
+    if !restore.is_empty() {
+        writeln!(o, "  the booleans go back into a GGUF converted from {out_name} with:")?;
+        writeln!(o, "    sipllm edit BACK.gguf -o FIXED.gguf \\")?;
+        for (i, [flag, value]) in restore.iter().enumerate() {
+            let end = if i + 1 < restore.len() { " \\" } else { "" };
+            writeln!(o, "      {flag} {}{end}", shell_word(value))?;
+        }
+    }
     writeln!(
         o,
         "checked {out_name}: re-opened; every key has its value and every tensor its name, \
@@ -115,6 +124,18 @@ pub fn run(args: &ConvertArgs, ctx: &Ctx) -> io::Result<Exit> {
     )?;
     o.flush()?;
     Ok(Exit::Ok)
+}
+
+/// `s` as one shell word: as it is when it has only characters no shell treats specially,
+/// else single-quoted (a `'` inside as `'\\''`); escaped for the terminal either way.
+fn shell_word(s: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "._:=,+-/@%".contains(c);
+    let word = if !s.is_empty() && s.chars().all(plain) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    };
+    escape::message(&word).into_owned()
 }
 
 /// Renders why the conversion was refused or failed (exit code 2, or the read side's).

@@ -125,6 +125,9 @@ fn for_each_chunk(
     let block = sipllm_quants::block_layout(tensor.ggml_type).map_or(1, |(n, _)| n as u64);
     let step = (CHUNK_VALUES / block).max(1) * block;
     let mut buf = vec![0f32; usize::try_from(step.min(range.end - range.start)).unwrap_or(0)];
+    // The whole range announced once: over HTTP the chunks' reads continue one request (per
+    // 64 MiB) instead of making one each.
+    source.prefetch_values(tensor, range.clone());
     let mut at = range.start;
     while at < range.end {
         // Chunk ends on a block boundary (except at the range's end).

@@ -142,6 +142,30 @@ fn unsupported_keys_are_listed_or_dropped() {
         assert_eq!((&a["key"], &a["value"]), (&b["key"], &b["value"]));
     }
     assert_eq!(manifest(&dir, "m.llmw", "sha256"), manifest(&dir, "m.gguf", "sha256"));
+    // The printed `sipllm edit` line, run on the GGUF converted back, restores the booleans.
+    let printed: Vec<String> = run
+        .stdout
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("sipllm edit BACK.gguf"))
+        .skip(1)
+        .take_while(|l| l.starts_with("      --"))
+        .flat_map(|l| {
+            l.trim().trim_end_matches(" \\").split(' ').map(str::to_owned).collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(printed.len(), 4, "{}", run.stdout);
+    let run = sipllm(&dir, &["convert", "m.llmw", "back.gguf"]);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    let mut args = vec!["edit", "back.gguf", "-o", "fixed.gguf"];
+    args.extend(printed.iter().map(String::as_str));
+    let run = sipllm(&dir, &args);
+    assert_eq!(run.code, Some(0), "{}", run.transcript());
+    let fixed = metadata(&dir, "fixed.gguf");
+    for key in ["tokenizer.ggml.add_bos_token", "my.bools"] {
+        let want = before.iter().find(|e| e["key"] == key).unwrap();
+        let got = fixed.iter().find(|e| e["key"] == key).unwrap_or_else(|| panic!("{key}"));
+        assert_eq!((&got["type"], &got["value"]), (&want["type"], &want["value"]), "{key}");
+    }
 }
 
 #[test]

@@ -113,6 +113,20 @@ fn chunked_values_reads_fetch_exactly_the_tensors_bytes() {
     assert_eq!(read_like_the_cli(m, "q"), values);
     assert_eq!(asked(&s.server, log), (1, nbytes));
     assert_eq!(s.server.body_bytes() - sent, nbytes);
+    // The values announced first (what `sipllm read --as f32` and `Model.values` do): the
+    // same one request.
+    let (log, sent) = (s.server.log().len(), s.server.body_bytes());
+    m.prefetch_values(&t, 0..t.element_count().unwrap());
+    assert_eq!(read_like_the_cli(m, "q"), values);
+    assert_eq!(asked(&s.server, log), (1, nbytes));
+    assert_eq!(s.server.body_bytes() - sent, nbytes);
+    // A part announced: its blocks only (elements 40..70 of Q8_0: blocks 1, 2).
+    let (log, sent) = (s.server.log().len(), s.server.body_bytes());
+    let mut part = [0f32; 30];
+    m.prefetch_values(&t, 40..70);
+    m.read_f32_at(&t, 40..70, &mut part).unwrap();
+    assert_eq!(asked(&s.server, log), (1, 2 * 34));
+    assert_eq!(s.server.body_bytes() - sent, 2 * 34);
     // A part of a tensor: only the blocks it touches (elements 40..70 of Q8_0: blocks 1, 2).
     let (log, sent) = (s.server.log().len(), s.server.body_bytes());
     let mut part = [0f32; 30];

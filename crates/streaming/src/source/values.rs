@@ -75,6 +75,27 @@ fn element_count(tensor: &TensorInfo) -> Result<u64, StreamError> {
     })
 }
 
+/// The bytes of the blocks that hold values `range` of `tensor`, announced with
+/// `prefetch_range`. Only a hint: a type without values or a range past the tensor announces
+/// nothing (the read that follows reports those); inside the file, as the directory's bounds
+/// check made every tensor.
+pub(crate) fn prefetch_values<S: WeightSource + ?Sized>(
+    src: &S,
+    tensor: &TensorInfo,
+    range: Range<u64>,
+) {
+    let Ok((bn, bb)) = layout(tensor) else { return };
+    let (first, end) = (range.start / bn, range.end.div_ceil(bn));
+    let len = end.checked_sub(first).and_then(|blocks| blocks.checked_mul(bb));
+    let start = first.checked_mul(bb).and_then(|b| tensor.abs_offset.checked_add(b));
+    if let (Some(start), Some(len)) = (start, len)
+        && len > 0
+        && tensor.nbytes.is_some_and(|n| len <= n)
+    {
+        let _ = src.prefetch_range(start, len);
+    }
+}
+
 pub(crate) fn read_f32_at<S: WeightSource + ?Sized>(
     src: &S,
     tensor: &TensorInfo,
@@ -114,11 +135,8 @@ pub(crate) fn read_f32_at<S: WeightSource + ?Sized>(
     let first_block = range.start / bn;
     let end_block = range.end.div_ceil(bn);
     // Exactly the blocks read, announced as one range: a URL fetches them in one request (per
-    // 64 MiB) and nothing past them, instead of guessing a size from the read pattern. Only a
-    // hint; inside the file, as the directory's bounds check made every tensor.
-    if let Some(start) = tensor.abs_offset.checked_add(first_block * bb) {
-        let _ = src.prefetch_range(start, (end_block - first_block) * bb);
-    }
+    // 64 MiB) and nothing past them, instead of guessing a size from the read pattern.
+    prefetch_values(src, tensor, range.clone());
     let per_chunk = (VALUES_CHUNK_BYTES as u64 / bb).max(1);
     let mut raw = vec![0u8; (per_chunk.min(end_block - first_block) * bb) as usize];
     // Values of a partial first or last block.
