@@ -245,6 +245,15 @@ pub enum TensorChange {
         /// The second model's.
         new: TensorSummary,
     },
+    /// A tensor only the first model has by this name and one only the second has, with the
+    /// same type, shape and data: a rename (found only when data is compared; in the first
+    /// model's order, where its `Removed` would be).
+    Renamed {
+        /// The first model's.
+        old: TensorSummary,
+        /// The second model's.
+        new: TensorSummary,
+    },
 }
 
 /// The outcome of comparing tensor data.
@@ -263,7 +272,9 @@ pub struct DataDiff {
 pub fn diff_models(a: &Model, b: &Model, options: &DiffOptions) -> Result<ModelDiff, StreamError> {
     let mut diff = diff_headers(a, b, options);
     if options.data {
-        diff.data = Some(diff_data(a, b, &diff.tensors)?);
+        let (data, renamed) = diff_data(a, b, &diff.tensors)?;
+        diff.data = Some(data);
+        apply_renames(&mut diff.tensors, renamed);
     }
     Ok(diff)
 }
@@ -563,14 +574,22 @@ fn diff_tensor_table(a: &[TensorInfo], b: &[TensorInfo]) -> Vec<TensorChange> {
 /// Bytes per read while hashing tensor data.
 const CHUNK: usize = 256 << 10;
 
-/// Hashes the tensors both models hold alike (same name, type and shape; size known), each
-/// model read once in its own file order, the two on two threads; compares the hashes.
-fn diff_data(a: &Model, b: &Model, table: &[TensorChange]) -> Result<DataDiff, StreamError> {
+/// Hashes the tensors both models hold alike (same name, type and shape; size known), and
+/// the tensors only one has that could be a rename (a tensor only the other has with the same
+/// type and shape), each model read once in its own file order, the two on two threads;
+/// compares the hashes. Returns the renames found, as (first model's, second model's).
+fn diff_data(
+    a: &Model,
+    b: &Model,
+    table: &[TensorChange],
+) -> Result<(DataDiff, Renames), StreamError> {
     let changed_names: std::collections::HashSet<&str> = table
         .iter()
         .filter_map(|c| match c {
             TensorChange::Changed { old, .. } => Some(old.name.as_str()),
-            _ => None,
+            TensorChange::Added(_) | TensorChange::Removed(_) | TensorChange::Renamed { .. } => {
+                None
+            }
         })
         .collect();
     // The last tensor of a name wins, as `find` does.
@@ -584,8 +603,28 @@ fn diff_data(a: &Model, b: &Model, table: &[TensorChange]) -> Result<DataDiff, S
         .filter(|(_, t)| t.nbytes.is_some() && !changed_names.contains(t.name.as_str()))
         .filter_map(|(i, t)| Some((i, *in_b.get(t.name.as_str())?)))
         .collect();
-    let wanted_a: Vec<usize> = pairs.iter().map(|p| p.0).collect();
-    let wanted_b: Vec<usize> = pairs.iter().map(|p| p.1).collect();
+    // Rename candidates: only in a, only in b, of one type and shape.
+    let in_a: HashMap<&str, usize> =
+        a.tensors().iter().enumerate().map(|(i, t)| (t.name.as_str(), i)).collect();
+    fn only<'t>(
+        list: &'t [TensorInfo],
+        other: &HashMap<&str, usize>,
+    ) -> Vec<(usize, &'t TensorInfo)> {
+        list.iter()
+            .enumerate()
+            .filter(|(_, t)| t.nbytes.is_some() && !other.contains_key(t.name.as_str()))
+            .collect()
+    }
+    let (only_a, only_b) = (only(a.tensors(), &in_b), only(b.tensors(), &in_a));
+    let alike = |t: &TensorInfo, u: &TensorInfo| t.ggml_type == u.ggml_type && t.shape == u.shape;
+    let cand_a: Vec<(usize, &TensorInfo)> =
+        only_a.iter().copied().filter(|(_, t)| only_b.iter().any(|(_, u)| alike(t, u))).collect();
+    let cand_b: Vec<(usize, &TensorInfo)> =
+        only_b.iter().copied().filter(|(_, u)| cand_a.iter().any(|(_, t)| alike(t, u))).collect();
+    let wanted_a: Vec<usize> =
+        pairs.iter().map(|p| p.0).chain(cand_a.iter().map(|c| c.0)).collect();
+    let wanted_b: Vec<usize> =
+        pairs.iter().map(|p| p.1).chain(cand_b.iter().map(|c| c.0)).collect();
     let (ha, hb) = std::thread::scope(|s| {
         let tb = s.spawn(|| hash_tensors(b.as_weight_source(), &wanted_b));
         let ha = hash_tensors(a.as_weight_source(), &wanted_a);
@@ -602,8 +641,45 @@ fn diff_data(a: &Model, b: &Model, table: &[TensorChange]) -> Result<DataDiff, S
             changed.push(t.name.clone());
         }
     }
-    Ok(DataDiff { compared: pairs.len(), bytes, changed })
+    // Each candidate of a, in a's order, takes the first unpaired one of b alike in type,
+    // shape and hash.
+    let (ha_c, hb_c) = (ha.get(pairs.len()..).unwrap_or(&[]), hb.get(pairs.len()..).unwrap_or(&[]));
+    let mut taken = vec![false; cand_b.len()];
+    let mut renamed = Vec::new();
+    for ((_, t), h) in cand_a.iter().zip(ha_c) {
+        let found = cand_b
+            .iter()
+            .zip(hb_c)
+            .zip(&taken)
+            .position(|(((_, u), g), &used)| !used && g == h && alike(t, u));
+        if let Some(k) = found
+            && let (Some(slot), Some((_, u))) = (taken.get_mut(k), cand_b.get(k))
+        {
+            *slot = true;
+            renamed.push((TensorSummary::of(t), TensorSummary::of(u)));
+        }
+    }
+    Ok((DataDiff { compared: pairs.len(), bytes, changed }, renamed))
 }
+
+/// Replaces each renamed tensor's `Removed` (first model) with a `Renamed` and drops the
+/// matching `Added` (second model).
+fn apply_renames(table: &mut Vec<TensorChange>, renamed: Renames) {
+    for (old, new) in renamed {
+        let added = table.iter().position(|c| matches!(c, TensorChange::Added(u) if *u == new));
+        let removed = table.iter().position(|c| matches!(c, TensorChange::Removed(t) if *t == old));
+        if let (Some(x), Some(r)) = (added, removed) {
+            table.remove(x);
+            // `Added` entries follow every `Removed` one: `r` has not moved.
+            if let Some(slot) = table.get_mut(r) {
+                *slot = TensorChange::Renamed { old, new };
+            }
+        }
+    }
+}
+
+/// Renamed tensors: (the first model's, the second model's).
+type Renames = Vec<(TensorSummary, TensorSummary)>;
 
 /// The XXH3-128 hash of every tensor's stored bytes, in directory order (a tensor of unknown
 /// size hashes as `None`), the source read once in file order: what `sipllm diff --diffable`

@@ -134,6 +134,12 @@ fn write_text(out: &mut dyn Write, d: &ModelDiff, a: &str, b: &str) -> io::Resul
                 type_name(new.ggml_type),
                 shape(&new.shape)
             )?,
+            TensorChange::Renamed { old, new } => writeln!(
+                out,
+                "  ~ {} -> {}  renamed: same type, shape and data",
+                escape::name(old.name.as_bytes()),
+                escape::name(new.name.as_bytes()),
+            )?,
         }
     }
     match &d.data {
@@ -176,18 +182,19 @@ fn kind_of_tensor(c: &TensorChange) -> usize {
         TensorChange::Changed { .. } => 0,
         TensorChange::Removed(_) => 1,
         TensorChange::Added(_) => 2,
+        TensorChange::Renamed { .. } => 3,
     }
 }
 
 /// `1 changed, 3 only in A, 2 only in B` (the non-zero ones).
 fn counts<T>(list: &[T], kind: impl Fn(&T) -> usize) -> String {
-    let mut n = [0u64; 3];
+    let mut n = [0u64; 4];
     for c in list {
         if let Some(slot) = n.get_mut(kind(c)) {
             *slot += 1;
         }
     }
-    let names = ["changed", "only in A", "only in B"];
+    let names = ["changed", "only in A", "only in B", "renamed"];
     n.iter()
         .zip(names)
         .filter(|(k, _)| **k > 0)
@@ -360,6 +367,10 @@ pub fn to_json(d: &ModelDiff, a: &str, b: &str) -> Json {
             }
             TensorChange::Changed { old, new } => json!({
                 "change": "changed", "name": old.name, "a": tensor_json(old), "b": tensor_json(new),
+            }),
+            TensorChange::Renamed { old, new } => json!({
+                "change": "renamed", "name": old.name, "new_name": new.name,
+                "a": tensor_json(old), "b": tensor_json(new),
             }),
         })
         .collect();

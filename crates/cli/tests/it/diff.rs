@@ -79,12 +79,27 @@ fn a_type_change_and_a_changed_tensor_are_reported() {
     let (a, b) = (write(&dir, "a.gguf", &a), write(&dir, "b.gguf", &b));
     let run = sipllm(&dir, &["diff", &a, &b]);
     assert_eq!(run.code, Some(1), "{}", run.transcript());
+    // `new` holds `gone`'s bytes (the builder's pattern of the tensor's index): a rename.
     assert_eq!(
         run.stdout,
         "--- a.gguf\n+++ b.gguf\nmetadata: 1 changed\n  ~ llama.block_count  u32 2 -> i64 2\n\
-         tensors: 1 changed, 1 only in A, 1 only in B\n  ~ w  F32 [2, 4] -> F16 [2, 4]\n  \
-         - gone  F32 [4]\n  + new  F32 [4]\ndata: 0 tensors compared by hash (0 B of data in each model), all \
-         equal\ndifferent\n"
+         tensors: 1 changed, 1 renamed\n  ~ w  F32 [2, 4] -> F16 [2, 4]\n  \
+         ~ gone -> new  renamed: same type, shape and data\ndata: 0 tensors compared by hash \
+         (0 B of data in each model), all equal\ndifferent\n"
+    );
+    let run = sipllm(&dir, &["diff", "--format", "json", &a, &b]);
+    let doc = json(&run.stdout);
+    assert_eq!(doc["tensors"][1]["change"], "renamed", "{doc}");
+    assert_eq!(
+        (&doc["tensors"][1]["name"], &doc["tensors"][1]["new_name"]),
+        (&"gone".into(), &"new".into())
+    );
+    // Without the data, a rename is a removal and an addition.
+    let run = sipllm(&dir, &["diff", "--metadata-only", &a, &b]);
+    assert!(
+        run.stdout.contains("tensors: 1 changed, 1 only in A, 1 only in B\n  ~ w  F32 [2, 4] -> F16 [2, 4]\n  - gone  F32 [4]\n  + new  F32 [4]\n"),
+        "{}",
+        run.stdout
     );
 }
 

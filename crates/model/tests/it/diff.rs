@@ -72,14 +72,20 @@ fn types_strings_and_the_tensor_table() {
         .kv("t", Value::str(&long_a))
         .kv("only_a", Value::Bool(true))
         .tensor("w", GgmlType::F32, &[4, 2])
-        .tensor("gone", GgmlType::F32, &[4]);
+        .tensor("gone", GgmlType::F32, &[4])
+        .tensor("gone2", GgmlType::F32, &[8]);
     let b = GgufBuilder::new()
         .kv("n", Value::Int64(2))
         .kv("t", Value::str(&long_b))
         .kv("only_b", Value::str("é".repeat(40).as_str()))
         .tensor("w", GgmlType::F32, &[2, 4])
-        .tensor("new", GgmlType::F32, &[4]);
-    let d = diff_models(&model(a), &model(b), &DiffOptions::default()).unwrap();
+        // The builder's data is a pattern of the tensor's index: `new` holds `gone`'s bytes
+        // (a rename); `other` is `gone2`'s type and shape with other bytes (not one).
+        .tensor("new", GgmlType::F32, &[4])
+        .tensor("pad", GgmlType::F32, &[1])
+        .tensor("other", GgmlType::F32, &[8]);
+    let (a, b) = (model(a), model(b));
+    let d = diff_models(&a, &b, &DiffOptions::default()).unwrap();
     assert_eq!(changed(&d.metadata[0]), (&b"n"[..], None), "u32 2 and i64 2 differ in type");
     assert_eq!(changed(&d.metadata[1]).1, Some(&Detail::Text { first_byte: 100 }));
     assert!(matches!(&d.metadata[2], MetaChange::Removed { key, .. } if key == b"only_a"));
@@ -96,11 +102,19 @@ fn types_strings_and_the_tensor_table() {
             }
             TensorChange::Removed(t) => format!("-{}", t.name),
             TensorChange::Added(t) => format!("+{}", t.name),
+            TensorChange::Renamed { old, new } => format!("~{}->{}", old.name, new.name),
         })
         .collect();
-    assert_eq!(names, ["~w [2, 4]->[4, 2]", "-gone", "+new"]);
-    // A tensor whose shape changed is not compared by data.
+    assert_eq!(names, ["~w [2, 4]->[4, 2]", "~gone->new", "-gone2", "+pad", "+other"]);
+    // A tensor whose shape changed is not compared by data; renames are not counted either.
     assert_eq!(d.data.unwrap().compared, 0);
+    // Without the data a rename cannot be told from a removal and an addition.
+    let d = diff_models(&a, &b, &DiffOptions::metadata_only()).unwrap();
+    assert!(
+        d.tensors.iter().all(|c| !matches!(c, TensorChange::Renamed { .. })),
+        "{:?}",
+        d.tensors
+    );
 }
 
 #[test]
