@@ -288,8 +288,10 @@ pub fn check_room(dir: &Path, bytes: u64) -> io::Result<()> {
             return Err(io::Error::new(
                 io::ErrorKind::StorageFull,
                 format!(
-                    "{bytes} bytes are needed, but {} has {free} bytes free; nothing was written",
-                    dir.display()
+                    "{} bytes are needed, but {} has {} bytes free; nothing was written",
+                    sipllm_format::group(bytes),
+                    dir.display(),
+                    sipllm_format::group(free)
                 ),
             ));
         }
@@ -765,7 +767,7 @@ mod tests {
         check_room(&dir, 1).unwrap();
         let e = check_room(&dir, u64::MAX).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::StorageFull);
-        assert!(e.to_string().contains("18446744073709551615 bytes are needed"), "{e}");
+        assert!(e.to_string().contains("18,446,744,073,709,551,615 bytes are needed"), "{e}");
     }
 
     #[test]

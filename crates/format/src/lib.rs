@@ -37,6 +37,7 @@ mod finding;
 pub mod grammar;
 mod index;
 mod invisible;
+mod number;
 mod path;
 mod span;
 
@@ -44,5 +45,6 @@ pub use decoder::{DecoderEvent, HeaderDecoder, Step, decode_slice};
 pub use finding::{Finding, Kind};
 pub use index::NameIndex;
 pub use invisible::{INVISIBLE_RANGES, first_invisible, is_invisible};
+pub use number::group;
 pub use path::{MAX_SHOWN_NAME, Path, PathSeg, shown_name};
 pub use span::Span;

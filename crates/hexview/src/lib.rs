@@ -222,24 +222,14 @@ fn hex_digits(n: u64) -> usize {
     (64 - n.leading_zeros() as usize).div_ceil(4).max(1)
 }
 
-/// `1234567` as `1,234,567`: how the hex view writes byte counts in its labels, exported so
-/// a tool that prints the view beside its own figures writes them the same way.
+/// `1234567` as `1,234,567`: how the hex view writes byte counts in its labels (the
+/// workspace's one way, [`sipllm_format::group`]), exported so a tool that prints the view
+/// beside its own figures writes them the same way.
 ///
 /// ```
 /// assert_eq!(sipllm_hexview::group(1234567), "1,234,567");
-/// assert_eq!(sipllm_hexview::group(999), "999");
 /// ```
-pub fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use sipllm_format::group;
 
 /// The label text for a range: `0x00000004, 4 bytes`, `0x00001b80 (end of file)`, or for long
 /// ranges `0x00000118, 131,072 bytes (the first 56 labeled)`.

@@ -3,7 +3,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use sipllm_format::Kind;
+use sipllm_format::{Kind, group};
 use sipllm_streaming::StreamError;
 
 use super::WriteError;
@@ -34,9 +34,11 @@ pub enum BackupDefect {
 pub enum InPlaceError {
     /// An in-place header rewrite was given a new header of another length than the old one.
     #[error(
-        "{}: the new header has {new} bytes but the old one {old}: an in-place rewrite keeps the \
+        "{}: the new header has {} bytes but the old one {}: an in-place rewrite keeps the \
          header's length",
-        path.display()
+        path.display(),
+        group(*new),
+        group(*old)
     )]
     Length {
         /// The model.
@@ -146,9 +148,11 @@ pub enum InPlaceError {
     /// The model's length is not the one recorded in its header backup: the backup belongs to
     /// another file; the model was not written.
     #[error(
-        "{} is {len} bytes, but it was {recorded_len} when {} was made: it is not the file the \
-         backup belongs to, so it was not changed",
+        "{} is {} bytes, but it was {} when {} was made: it is not the file the backup \
+         belongs to, so it was not changed",
         path.display(),
+        group(*len),
+        group(*recorded_len),
         backup.display()
     )]
     WrongModel {
@@ -216,9 +220,11 @@ pub enum InPlaceError {
     },
     /// The file is shorter than the header an in-place rewrite was given; nothing was written.
     #[error(
-        "{} is {len} bytes, shorter than the {header_len}-byte header to rewrite in place: it \
-         was not changed",
-        path.display()
+        "{} is {} bytes, shorter than the {}-byte header to rewrite in place: it was not \
+         changed",
+        path.display(),
+        group(*len),
+        group(*header_len)
     )]
     FileTooShort {
         /// The model.

@@ -30,7 +30,7 @@ pub use split::{SplitError, SplitRefusal};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use sipllm_format::Kind;
+use sipllm_format::{Kind, group};
 use sipllm_streaming::StreamError;
 
 /// Writing an output file failed or was refused; the destination was left as it was.
@@ -77,7 +77,11 @@ pub enum WriteError {
         tensor: String,
     },
     /// A tensor's data has the wrong length.
-    #[error("tensor {tensor:?} needs {expected} bytes of data but {got} were given")]
+    #[error(
+        "tensor {tensor:?} needs {} bytes of data but {} were given",
+        group(*expected),
+        group(*got)
+    )]
     DataLength {
         /// The tensor.
         tensor: String,

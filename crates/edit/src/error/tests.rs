@@ -237,7 +237,7 @@ fn in_place_errors_name_the_model_and_the_backup() {
     };
     assert_eq!(
         wrong.to_string(),
-        "m.gguf is 2432 bytes, but it was 2433 when .m.gguf.header-backup was made: it is \
+        "m.gguf is 2,432 bytes, but it was 2,433 when .m.gguf.header-backup was made: it is \
          not the file the backup belongs to, so it was not changed"
     );
     assert_eq!(wrong.path(), Some(model.as_path()));

@@ -33,7 +33,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use sipllm_format::Kind;
+use sipllm_format::{Kind, group};
 
 use crate::bounds::ShortRead;
 
@@ -74,9 +74,12 @@ pub enum StreamError {
     /// The input ended before a read was complete (the file shrank after it was opened, or a
     /// source reported a length it does not have).
     #[error(
-        "unexpected end of file: {missing} of the {len} bytes requested at offset {offset} \
-         are missing (the input ends at byte {})",
-        offset.saturating_add(len.saturating_sub(*missing))
+        "unexpected end of file: {} of the {} bytes requested at offset {} are missing (the \
+         input ends at byte {})",
+        group(*missing),
+        group(*len),
+        group(*offset),
+        group(offset.saturating_add(len.saturating_sub(*missing)))
     )]
     UnexpectedEof {
         /// The file, when the source is a file.
@@ -144,7 +147,10 @@ pub enum StreamError {
     },
     /// A positional read reaches outside the file.
     #[error(
-        "a read of {len} bytes at offset {offset} reaches outside the file ({file_size} bytes)"
+        "a read of {} bytes at offset {} reaches outside the file ({} bytes)",
+        group(*len),
+        group(*offset),
+        group(*file_size)
     )]
     OutOfBounds {
         /// The file, when the source is a file.
@@ -158,8 +164,10 @@ pub enum StreamError {
     },
     /// A tensor's data does not lie inside the file (checked when the source is opened).
     #[error(
-        "tensor {tensor:?}: its {nbytes} bytes at offset {offset} end past the end of the file \
-         ({file_size} bytes)"
+        "tensor {tensor:?}: its {} bytes at offset {} end past the end of the file ({} bytes)",
+        group(*nbytes),
+        group(*offset),
+        group(*file_size)
     )]
     TensorOutOfBounds {
         /// The file, when the source is a file.
@@ -174,7 +182,7 @@ pub enum StreamError {
         file_size: u64,
     },
     /// A byte count does not fit this machine's address space (or could not be allocated).
-    #[error("{what} of {bytes} bytes does not fit in memory")]
+    #[error("{what} of {} bytes does not fit in memory", group(*bytes))]
     TooLarge {
         /// What was to be held (e.g. `tensor "x"`, `header buffer`).
         what: String,

@@ -1,6 +1,6 @@
 //! [`TensorError`]: a tensor read that cannot be done as asked.
 
-use sipllm_format::Kind;
+use sipllm_format::{Kind, group};
 use sipllm_gguf::GgmlType;
 
 /// A tensor read that cannot be done as asked: the request, not the file, is at fault (or the
@@ -9,7 +9,11 @@ use sipllm_gguf::GgmlType;
 #[non_exhaustive]
 pub enum TensorError {
     /// The destination buffer of a tensor read does not have the tensor's byte size.
-    #[error("tensor {tensor:?} has {expected} bytes but the destination buffer has {got}")]
+    #[error(
+        "tensor {tensor:?} has {} bytes but the destination buffer has {}",
+        group(*expected),
+        group(*got)
+    )]
     SizeMismatch {
         /// The tensor's name.
         tensor: String,

@@ -236,7 +236,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
     assert_eq!(cases[2].0.path(), Some(Path::new("m.gguf")));
     assert_eq!(
         cases[8].0.to_string(),
-        "tensor \"t\" of 18446744073709551615 bytes does not fit in memory"
+        "tensor \"t\" of 18,446,744,073,709,551,615 bytes does not fit in memory"
     );
     assert_eq!(cases[11].0.to_string(), "metadata key \"k\"[3]: value -1 does not fit u8");
     let split = |code: &str| {

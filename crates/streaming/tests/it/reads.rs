@@ -126,7 +126,9 @@ fn read_raw_at_is_bounds_checked() {
         assert_eq!(
             err.to_string(),
             format!(
-                "a read of {len} bytes at offset {offset} reaches outside the file ({size} bytes)"
+                "a read of {len} bytes at offset {} reaches outside the file ({} bytes)",
+                sipllm_format::group(offset),
+                sipllm_format::group(size)
             )
         );
     }

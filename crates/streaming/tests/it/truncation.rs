@@ -173,8 +173,8 @@ fn a_file_that_shrinks_after_open_reports_offset_and_missing_bytes() {
             "{}: unexpected end of file: 120 of the 128 bytes requested at offset {} are \
              missing (the input ends at byte {})",
             tmp.path().display(),
-            base + 192,
-            base + 200
+            sipllm_format::group(base + 192),
+            sipllm_format::group(base + 200)
         )
     );
     // FileBacking::pread_exact reports the same.
@@ -198,7 +198,7 @@ fn tensor_store_rejects_tensors_outside_the_source() {
     assert_eq!(err.code(), "stream::tensor::out_of_bounds");
     assert_eq!(
         err.to_string(),
-        "tensor \"y\": its 600 bytes at offset 500 end past the end of the file (1000 bytes)"
+        "tensor \"y\": its 600 bytes at offset 500 end past the end of the file (1,000 bytes)"
     );
     // Overflowing offsets are out of bounds too, not a panic.
     let err = TensorStore::new(source(), None, vec![info("o", u64::MAX - 1, 8)], 0).unwrap_err();
