@@ -90,7 +90,7 @@ pub enum Unfit {
         index: Option<usize>,
     },
     /// The `.llmw` writer refused the pair.
-    Writer(sipllm_llmw::WriteError),
+    Writer(sipllm_llmw::LlmwWriteError),
     /// A `.llmw` `general.alignment` that is not a GGUF `UINT32` power of two.
     Alignment {
         /// The value, as shown.
@@ -213,14 +213,14 @@ pub enum ConvertError {
     #[error("the file has tensors .llmw cannot hold ({} tensor{})", tensors.len(), if tensors.len() == 1 { "" } else { "s" })]
     Tensors {
         /// Each refusal.
-        tensors: Vec<sipllm_llmw::WriteError>,
+        tensors: Vec<sipllm_llmw::LlmwWriteError>,
     },
     /// The `.llmw` file cannot be laid out.
     #[error("cannot lay out the .llmw file: {0}")]
-    LlmwLayout(sipllm_llmw::WriteError),
+    LlmwLayout(sipllm_llmw::LlmwWriteError),
     /// The GGUF header is invalid.
     #[error("the GGUF header is invalid: {0}")]
-    GgufHeader(sipllm_gguf::writer::WriteError),
+    GgufHeader(sipllm_gguf::writer::HeaderWriteError),
     /// The source is neither a single GGUF nor a `.llmw` file (a split set: merge it first).
     #[error("this input cannot be converted (a split set? merge it first)")]
     Format,
@@ -782,8 +782,8 @@ mod tests {
                 keys: vec![Dropped { key: "k".into(), why: Unfit::Bool { value: true } }],
             },
             ConvertError::Tensors { tensors: vec![] },
-            ConvertError::LlmwLayout(sipllm_llmw::WriteError::EmptyKey),
-            ConvertError::GgufHeader(sipllm_gguf::writer::WriteError::BadAlignment),
+            ConvertError::LlmwLayout(sipllm_llmw::LlmwWriteError::EmptyKey),
+            ConvertError::GgufHeader(sipllm_gguf::writer::HeaderWriteError::BadAlignment),
             ConvertError::Format,
             ConvertError::Check(Box::new(CheckError::Header)),
             ConvertError::Commit { source: io::Error::from(io::ErrorKind::PermissionDenied) },

@@ -338,7 +338,7 @@ impl ToyValue {
     }
 
     /// Adds the value to a `.llmw` writer.
-    fn add_to(&self, w: &mut LlmwWriter<'_>, key: &str) -> Result<(), sipllm_llmw::WriteError> {
+    fn add_to(&self, w: &mut LlmwWriter<'_>, key: &str) -> Result<(), sipllm_llmw::LlmwWriteError> {
         match self {
             ToyValue::U32(v) => w.add_meta_i64(key, i64::from(*v)),
             ToyValue::F32(v) => w.add_meta_f64(key, f64::from(*v)),
@@ -496,7 +496,7 @@ pub enum ToyError {
     #[error("toy model: the GGUF writer failed: {source}")]
     Gguf {
         /// The writer's error.
-        source: sipllm_gguf::writer::WriteError,
+        source: sipllm_gguf::writer::HeaderWriteError,
     },
     /// The `.llmw` writer refused the model or failed to write it.
     #[error("toy model: the .llmw writer failed{}: {source}", at(path))]
@@ -504,7 +504,7 @@ pub enum ToyError {
         /// The file being written, if any.
         path: Option<PathBuf>,
         /// The writer's error.
-        source: sipllm_llmw::WriteError,
+        source: sipllm_llmw::LlmwWriteError,
     },
     /// Creating the directory or writing a file failed.
     #[error("toy model: cannot write {}: {source}", path.display())]

@@ -254,7 +254,7 @@ pub struct TensorDesc<'a> {
 /// Why a header cannot be written.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum WriteError {
+pub enum HeaderWriteError {
     /// Two pairs with the same key.
     #[error("duplicate key {key:?}")]
     DuplicateKey {
@@ -487,23 +487,23 @@ impl<'a> GgufWriter<'a> {
 
     /// The alignment: `general.alignment` if present (it must be a UINT32 power of two), else
     /// 32.
-    pub fn alignment(&self) -> Result<u32, WriteError> {
+    pub fn alignment(&self) -> Result<u32, HeaderWriteError> {
         match self.get(b"general.alignment") {
             None => Ok(crate::decoder::DEFAULT_ALIGNMENT),
             Some(Value::Uint32(a)) if a.is_power_of_two() => Ok(*a),
-            Some(_) => Err(WriteError::BadAlignment),
+            Some(_) => Err(HeaderWriteError::BadAlignment),
         }
     }
 
-    fn check(&self) -> Result<(), WriteError> {
+    fn check(&self) -> Result<(), HeaderWriteError> {
         if !matches!(self.version, 2 | 3) {
-            return Err(WriteError::Version(self.version));
+            return Err(HeaderWriteError::Version(self.version));
         }
         let mut keys = sipllm_format::NameIndex::new();
         for (i, (key, value)) in self.kvs.iter().enumerate() {
             let resolve = |j: u32| self.kvs.get(j as usize).map_or(&[][..], |(k, _)| k.as_ref());
             if keys.find(key, resolve).is_some() {
-                return Err(WriteError::DuplicateKey { key: lossy(key) });
+                return Err(HeaderWriteError::DuplicateKey { key: lossy(key) });
             }
             keys.insert(key, i as u32, resolve);
             check_array(key, value)?;
@@ -514,11 +514,14 @@ impl<'a> GgufWriter<'a> {
             let resolve =
                 |j: u32| self.tensors.get(j as usize).map_or(&[][..], |t| t.name.as_ref());
             if names.find(&t.name, resolve).is_some() {
-                return Err(WriteError::DuplicateTensor { name: lossy(&t.name) });
+                return Err(HeaderWriteError::DuplicateTensor { name: lossy(&t.name) });
             }
             names.insert(&t.name, i as u32, resolve);
             if t.dims.len() > 4 {
-                return Err(WriteError::TooManyDims { name: lossy(&t.name), n_dims: t.dims.len() });
+                return Err(HeaderWriteError::TooManyDims {
+                    name: lossy(&t.name),
+                    n_dims: t.dims.len(),
+                });
             }
         }
         Ok(())
@@ -526,19 +529,19 @@ impl<'a> GgufWriter<'a> {
 
     /// Makes the header end exactly where the data section of an existing file starts, so only
     /// the header needs rewriting (an in-place edit). A header that grew past `data_offset`
-    /// is [`WriteError::HeaderTooLarge`]; one that shrank so far that `data_offset` would move
+    /// is [`HeaderWriteError::HeaderTooLarge`]; one that shrank so far that `data_offset` would move
     /// gets a padding pair ([`PADDING_KEY`], a string of spaces) after the other pairs.
     /// Any earlier padding pair is replaced. Returns the padding pair's size (0 if none).
     ///
     /// The padding string is at most the parser's default string limit (64 MiB): a longer one
     /// (`data_offset` far past the header, e.g. `u64::MAX`) is
-    /// [`WriteError::PaddingTooLarge`], decided before anything is allocated.
-    pub fn pad_to(&mut self, data_offset: u64) -> Result<u64, WriteError> {
+    /// [`HeaderWriteError::PaddingTooLarge`], decided before anything is allocated.
+    pub fn pad_to(&mut self, data_offset: u64) -> Result<u64, HeaderWriteError> {
         self.remove(PADDING_KEY.as_bytes());
         let alignment = u64::from(self.alignment()?);
         let end = self.encoded_len()?;
         if end > data_offset {
-            return Err(WriteError::HeaderTooLarge { missing: end - data_offset });
+            return Err(HeaderWriteError::HeaderTooLarge { missing: end - data_offset });
         }
         if align_up(end, alignment) == Some(data_offset) {
             return Ok(0);
@@ -547,16 +550,16 @@ impl<'a> GgufWriter<'a> {
         let min = 8 + PADDING_KEY.len() as u64 + 4 + 8;
         let slack = data_offset - end;
         if slack < min {
-            return Err(WriteError::NoRoomForPadding { slack, min });
+            return Err(HeaderWriteError::NoRoomForPadding { slack, min });
         }
         // The padding string is built in memory (it is part of the header); one a default
         // reader would refuse is refused here, before any of it is allocated.
         let len = slack - min;
         let max = crate::Limits::default().max_string_len;
         if len > max {
-            return Err(WriteError::PaddingTooLarge { len, max });
+            return Err(HeaderWriteError::PaddingTooLarge { len, max });
         }
-        let fill = usize::try_from(len).map_err(|_| WriteError::Overflow)?;
+        let fill = usize::try_from(len).map_err(|_| HeaderWriteError::Overflow)?;
         self.kvs.push((
             Cow::Borrowed(PADDING_KEY.as_bytes()),
             Value::String(Cow::Owned(vec![b' '; fill])),
@@ -565,15 +568,15 @@ impl<'a> GgufWriter<'a> {
     }
 
     /// Where every tensor's data goes (validating the header first).
-    pub fn layout(&self) -> Result<Layout, WriteError> {
+    pub fn layout(&self) -> Result<Layout, HeaderWriteError> {
         self.check()?;
         let header_len = self.encoded_len()?;
         self.layout_from(header_len)
     }
 
-    fn layout_from(&self, directory_end: u64) -> Result<Layout, WriteError> {
+    fn layout_from(&self, directory_end: u64) -> Result<Layout, HeaderWriteError> {
         let alignment = u64::from(self.alignment()?);
-        let data_offset = align_up(directory_end, alignment).ok_or(WriteError::Overflow)?;
+        let data_offset = align_up(directory_end, alignment).ok_or(HeaderWriteError::Overflow)?;
         if self.tensors.is_empty() {
             let end = if self.pad_tensorless { data_offset } else { directory_end };
             return Ok(Layout { header_len: end, tensors: Vec::new(), file_size: end });
@@ -582,18 +585,18 @@ impl<'a> GgufWriter<'a> {
         let mut tensors = Vec::with_capacity(self.tensors.len());
         for t in &self.tensors {
             let nbytes = tensor_nbytes(t.ggml_type, &t.dims)
-                .map_err(|source| WriteError::TensorSize { name: lossy(&t.name), source })?;
-            let abs = data_offset.checked_add(next).ok_or(WriteError::Overflow)?;
+                .map_err(|source| HeaderWriteError::TensorSize { name: lossy(&t.name), source })?;
+            let abs = data_offset.checked_add(next).ok_or(HeaderWriteError::Overflow)?;
             tensors.push((abs, nbytes));
-            let end = next.checked_add(nbytes).ok_or(WriteError::Overflow)?;
-            next = align_up(end, alignment).ok_or(WriteError::Overflow)?;
+            let end = next.checked_add(nbytes).ok_or(HeaderWriteError::Overflow)?;
+            next = align_up(end, alignment).ok_or(HeaderWriteError::Overflow)?;
         }
-        let file_size = data_offset.checked_add(next).ok_or(WriteError::Overflow)?;
+        let file_size = data_offset.checked_add(next).ok_or(HeaderWriteError::Overflow)?;
         Ok(Layout { header_len: data_offset, tensors, file_size })
     }
 
     /// Length of the header up to the end of the tensor directory (no padding).
-    fn encoded_len(&self) -> Result<u64, WriteError> {
+    fn encoded_len(&self) -> Result<u64, HeaderWriteError> {
         let mut counter = Sink::Count(0);
         self.encode(&mut counter, &[])?;
         match counter {
@@ -604,11 +607,11 @@ impl<'a> GgufWriter<'a> {
 
     /// The header bytes: fixed header, pairs, tensor infos and (with tensors) the padding up
     /// to the data section. Its length is [`Layout::header_len`].
-    pub fn header_bytes(&self) -> Result<Vec<u8>, WriteError> {
+    pub fn header_bytes(&self) -> Result<Vec<u8>, HeaderWriteError> {
         let layout = self.layout()?;
         let offsets: Vec<u64> =
             layout.tensors.iter().map(|&(abs, _)| abs - layout.header_len).collect();
-        let len = usize::try_from(layout.header_len).map_err(|_| WriteError::Overflow)?;
+        let len = usize::try_from(layout.header_len).map_err(|_| HeaderWriteError::Overflow)?;
         // One zeroed allocation of the final length, written in place: the alignment padding
         // after the directory is never written, so with a large `general.alignment` (2^27)
         // it stays untouched zero pages — address space, not resident memory.
@@ -621,7 +624,10 @@ impl<'a> GgufWriter<'a> {
     /// A whole file in memory: the header, then each tensor's data from `data(index)` (which
     /// must have the tensor's size; shorter data is zero-filled, longer truncated). For tests
     /// and small files; large files are written by the streaming crate's file builder.
-    pub fn to_bytes(&self, mut data: impl FnMut(usize) -> Vec<u8>) -> Result<Vec<u8>, WriteError> {
+    pub fn to_bytes(
+        &self,
+        mut data: impl FnMut(usize) -> Vec<u8>,
+    ) -> Result<Vec<u8>, HeaderWriteError> {
         let layout = self.layout()?;
         let mut out = self.header_bytes()?;
         out.resize(layout.file_size as usize, 0);
@@ -641,7 +647,7 @@ impl<'a> GgufWriter<'a> {
     ///
     /// Many small writes are made: give a buffered writer. A header that does not validate
     /// (see [`layout`](Self::layout), which callers usually call first for the typed error) is
-    /// an [`io::ErrorKind::InvalidInput`] error wrapping the [`WriteError`]; nothing is
+    /// an [`io::ErrorKind::InvalidInput`] error wrapping the [`HeaderWriteError`]; nothing is
     /// written then.
     pub fn write_header<W: io::Write + ?Sized>(&self, w: &mut W) -> io::Result<u64> {
         let (n, layout) = self.write_directory_inner(w)?;
@@ -667,7 +673,7 @@ impl<'a> GgufWriter<'a> {
     }
 
     fn write_directory_inner<W: io::Write + ?Sized>(&self, w: &mut W) -> io::Result<(u64, Layout)> {
-        let invalid = |e: WriteError| io::Error::new(io::ErrorKind::InvalidInput, e);
+        let invalid = |e: HeaderWriteError| io::Error::new(io::ErrorKind::InvalidInput, e);
         let layout = self.layout().map_err(invalid)?;
         let offsets: Vec<u64> =
             layout.tensors.iter().map(|&(abs, _)| abs - layout.header_len).collect();
@@ -681,7 +687,7 @@ impl<'a> GgufWriter<'a> {
         Ok((n, layout))
     }
 
-    fn encode(&self, out: &mut Sink<'_>, offsets: &[u64]) -> Result<(), WriteError> {
+    fn encode(&self, out: &mut Sink<'_>, offsets: &[u64]) -> Result<(), HeaderWriteError> {
         let e = Enc { endian: self.endian };
         out.put(b"GGUF");
         e.u32(out, self.version);
@@ -709,11 +715,11 @@ fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn check_array(key: &[u8], value: &Value<'_>) -> Result<(), WriteError> {
+fn check_array(key: &[u8], value: &Value<'_>) -> Result<(), HeaderWriteError> {
     if let Value::Array { elem_type, elems } = value {
         for v in elems {
             if v.value_type() != *elem_type {
-                return Err(WriteError::MixedArray {
+                return Err(HeaderWriteError::MixedArray {
                     key: lossy(key),
                     expected: *elem_type,
                     found: v.value_type(),

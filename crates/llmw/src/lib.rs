@@ -113,7 +113,7 @@ pub use options::{Limits, ParseOptions};
 pub use sipllm_format::{DecoderEvent, HeaderDecoder, Span};
 pub use sipllm_gguf::GgmlType;
 pub use value::{MetaType, MetaValue, Number, NumberIter, Numbers, StrArray, StrIter};
-pub use writer::{LlmwWriter, WriteError, WriteLayout};
+pub use writer::{LlmwWriteError, LlmwWriter, WriteLayout};
 
 /// The magic bytes every `.llmw` file starts with (`0x574D4C4C` read as a little-endian u32).
 pub const MAGIC: [u8; 4] = *b"LLMW";

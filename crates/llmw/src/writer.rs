@@ -30,7 +30,7 @@ const COPY_BUF: usize = 64 * 1024;
 /// Why a [`LlmwWriter`] refused an item or failed to write.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum WriteError {
+pub enum LlmwWriteError {
     /// Writing (or reading tensor data from a reader) failed.
     #[error("I/O error: {0}")]
     Io(#[from] io::Error),
@@ -223,8 +223,8 @@ impl fmt::Debug for LlmwWriter<'_> {
     }
 }
 
-fn len_u32(what: &'static str, len: usize) -> Result<u32, WriteError> {
-    u32::try_from(len).map_err(|_| WriteError::TooLong { what, len: len as u64 })
+fn len_u32(what: &'static str, len: usize) -> Result<u32, LlmwWriteError> {
+    u32::try_from(len).map_err(|_| LlmwWriteError::TooLong { what, len: len as u64 })
 }
 
 /// Serialized size of a string: the `u32` length and the bytes.
@@ -243,16 +243,16 @@ impl<'d> LlmwWriter<'d> {
         self.meta.iter().map(|(_, v)| v.meta_type().min_version()).max().unwrap_or(1)
     }
 
-    fn add_meta(&mut self, key: &str, value: Value) -> Result<&mut Self, WriteError> {
+    fn add_meta(&mut self, key: &str, value: Value) -> Result<&mut Self, LlmwWriteError> {
         if key.is_empty() {
-            return Err(WriteError::EmptyKey);
+            return Err(LlmwWriteError::EmptyKey);
         }
         len_u32("metadata key", key.len())?;
         if self.keys.contains(key) {
-            return Err(WriteError::DuplicateKey { key: key.to_owned() });
+            return Err(LlmwWriteError::DuplicateKey { key: key.to_owned() });
         }
         if self.meta.len() >= u32::MAX as usize {
-            return Err(WriteError::TooMany { what: "metadata entries" });
+            return Err(LlmwWriteError::TooMany { what: "metadata entries" });
         }
         match &value {
             Value::Str(s) => {
@@ -278,17 +278,17 @@ impl<'d> LlmwWriter<'d> {
     }
 
     /// Adds an `i64` entry.
-    pub fn add_meta_i64(&mut self, key: &str, value: i64) -> Result<&mut Self, WriteError> {
+    pub fn add_meta_i64(&mut self, key: &str, value: i64) -> Result<&mut Self, LlmwWriteError> {
         self.add_meta(key, Value::I64(value))
     }
 
     /// Adds an `f64` entry.
-    pub fn add_meta_f64(&mut self, key: &str, value: f64) -> Result<&mut Self, WriteError> {
+    pub fn add_meta_f64(&mut self, key: &str, value: f64) -> Result<&mut Self, LlmwWriteError> {
         self.add_meta(key, Value::F64(value))
     }
 
     /// Adds a string entry.
-    pub fn add_meta_str(&mut self, key: &str, value: &str) -> Result<&mut Self, WriteError> {
+    pub fn add_meta_str(&mut self, key: &str, value: &str) -> Result<&mut Self, LlmwWriteError> {
         self.add_meta(key, Value::Str(value.to_owned()))
     }
 
@@ -297,7 +297,7 @@ impl<'d> LlmwWriter<'d> {
         &mut self,
         key: &str,
         values: impl IntoIterator<Item = i64>,
-    ) -> Result<&mut Self, WriteError> {
+    ) -> Result<&mut Self, LlmwWriteError> {
         self.add_meta(key, Value::I64s(values.into_iter().collect()))
     }
 
@@ -306,7 +306,7 @@ impl<'d> LlmwWriter<'d> {
         &mut self,
         key: &str,
         values: impl IntoIterator<Item = f64>,
-    ) -> Result<&mut Self, WriteError> {
+    ) -> Result<&mut Self, LlmwWriteError> {
         self.add_meta(key, Value::F64s(values.into_iter().collect()))
     }
 
@@ -315,36 +315,41 @@ impl<'d> LlmwWriter<'d> {
         &mut self,
         key: &str,
         values: impl IntoIterator<Item = S>,
-    ) -> Result<&mut Self, WriteError> {
+    ) -> Result<&mut Self, LlmwWriteError> {
         let values = values.into_iter().map(|s| s.as_ref().to_owned()).collect();
         self.add_meta(key, Value::Strs(values))
     }
 
     /// Validates a tensor's name, dtype and dims; returns its byte size.
-    fn check_tensor(&self, name: &str, dtype: GgmlType, dims: &[u64]) -> Result<u64, WriteError> {
+    fn check_tensor(
+        &self,
+        name: &str,
+        dtype: GgmlType,
+        dims: &[u64],
+    ) -> Result<u64, LlmwWriteError> {
         if name.is_empty() {
-            return Err(WriteError::EmptyName);
+            return Err(LlmwWriteError::EmptyName);
         }
         len_u32("tensor name", name.len())?;
         if self.names.contains(name) {
-            return Err(WriteError::DuplicateName { name: name.to_owned() });
+            return Err(LlmwWriteError::DuplicateName { name: name.to_owned() });
         }
         if self.tensors.len() >= u32::MAX as usize {
-            return Err(WriteError::TooMany { what: "tensors" });
+            return Err(LlmwWriteError::TooMany { what: "tensors" });
         }
         if !dtype.is_known() {
-            return Err(WriteError::UnsupportedDtype { name: name.to_owned(), dtype });
+            return Err(LlmwWriteError::UnsupportedDtype { name: name.to_owned(), dtype });
         }
         if !(1..=4).contains(&dims.len()) {
-            return Err(WriteError::BadDimCount { name: name.to_owned(), n_dims: dims.len() });
+            return Err(LlmwWriteError::BadDimCount { name: name.to_owned(), n_dims: dims.len() });
         }
         if let Some(index) = dims.iter().position(|&d| d == 0) {
-            return Err(WriteError::ZeroDim { name: name.to_owned(), index });
+            return Err(LlmwWriteError::ZeroDim { name: name.to_owned(), index });
         }
         // The one size helper takes GGUF order (row length first): reverse the row-major dims.
         let gguf_dims: SmallVec<[u64; 4]> = dims.iter().rev().copied().collect();
         tensor_nbytes(dtype, &gguf_dims)
-            .map_err(|source| WriteError::Size { name: name.to_owned(), source })
+            .map_err(|source| LlmwWriteError::Size { name: name.to_owned(), source })
     }
 
     fn push_tensor(
@@ -373,10 +378,10 @@ impl<'d> LlmwWriter<'d> {
         dtype: GgmlType,
         dims: &[u64],
         data: &'d [u8],
-    ) -> Result<&mut Self, WriteError> {
+    ) -> Result<&mut Self, LlmwWriteError> {
         let nbytes = self.check_tensor(name, dtype, dims)?;
         if data.len() as u64 != nbytes {
-            return Err(WriteError::DataLength {
+            return Err(LlmwWriteError::DataLength {
                 name: name.to_owned(),
                 expected: nbytes,
                 got: data.len() as u64,
@@ -389,7 +394,7 @@ impl<'d> LlmwWriter<'d> {
     /// Adds a tensor whose data is read from `reader` during the write, through a fixed 64 KiB
     /// buffer (memory stays bounded whatever the tensor size). The reader must yield exactly
     /// the bytes `dtype` × `dims` requires (the length is implied, so it is not a parameter):
-    /// fewer is [`WriteError::ReaderTooShort`], more is [`WriteError::ReaderTooLong`] (one
+    /// fewer is [`LlmwWriteError::ReaderTooShort`], more is [`LlmwWriteError::ReaderTooLong`] (one
     /// byte past the end is read to find out).
     pub fn add_tensor_from_reader<R: Read + 'd>(
         &mut self,
@@ -397,15 +402,15 @@ impl<'d> LlmwWriter<'d> {
         dtype: GgmlType,
         dims: &[u64],
         reader: R,
-    ) -> Result<&mut Self, WriteError> {
+    ) -> Result<&mut Self, LlmwWriteError> {
         let nbytes = self.check_tensor(name, dtype, dims)?;
         self.push_tensor(name, dtype, dims, nbytes, Data::Reader(Box::new(reader)));
         Ok(self)
     }
 
-    /// Where everything will go. Fails only with [`WriteError::FileTooLarge`].
-    pub fn layout(&self) -> Result<WriteLayout, WriteError> {
-        let too_large = || WriteError::FileTooLarge;
+    /// Where everything will go. Fails only with [`LlmwWriteError::FileTooLarge`].
+    pub fn layout(&self) -> Result<WriteLayout, LlmwWriteError> {
+        let too_large = || LlmwWriteError::FileTooLarge;
         let mut end: u64 = 16;
         for (key, value) in &self.meta {
             let value_size = match value {
@@ -496,7 +501,7 @@ impl<'d> LlmwWriter<'d> {
     /// the file. Tensor data is written in the order the tensors were added. On error, `w` has
     /// received a prefix of the file: use [`write_to_path`](Self::write_to_path) to never
     /// leave a half-written file behind.
-    pub fn write_to<W: Write>(self, mut w: W) -> Result<u64, WriteError> {
+    pub fn write_to<W: Write>(self, mut w: W) -> Result<u64, LlmwWriteError> {
         let layout = self.layout()?;
         let header = self.header_bytes(&layout);
         w.write_all(&header)?;
@@ -523,7 +528,7 @@ impl<'d> LlmwWriter<'d> {
     }
 
     /// Writes the file into a new `Vec`.
-    pub fn to_vec(self) -> Result<Vec<u8>, WriteError> {
+    pub fn to_vec(self) -> Result<Vec<u8>, LlmwWriteError> {
         let mut out = Vec::new();
         self.write_to(&mut out)?;
         Ok(out)
@@ -534,7 +539,7 @@ impl<'d> LlmwWriter<'d> {
     /// temporary file is removed, so `path` is either untouched or the complete new file —
     /// never a half-written one (and a reader that has the old file mapped keeps its bytes).
     /// Returns the number of bytes written.
-    pub fn write_to_path(self, path: impl AsRef<FsPath>) -> Result<u64, WriteError> {
+    pub fn write_to_path(self, path: impl AsRef<FsPath>) -> Result<u64, LlmwWriteError> {
         let dest = path.as_ref();
         let (tmp_path, file) = create_temp(dest)?;
         let result = (|| {
@@ -568,14 +573,14 @@ fn copy_exact(
     w: &mut impl Write,
     nbytes: u64,
     buf: &mut [u8],
-) -> Result<(), WriteError> {
+) -> Result<(), LlmwWriteError> {
     let mut done = 0u64;
     while done < nbytes {
         let want = usize::try_from(nbytes - done).unwrap_or(usize::MAX).min(buf.len());
         let chunk = buf.get_mut(..want).unwrap_or_default();
         let n = match reader.read(chunk) {
             Ok(0) => {
-                return Err(WriteError::ReaderTooShort {
+                return Err(LlmwWriteError::ReaderTooShort {
                     name: name.to_owned(),
                     expected: nbytes,
                     got: done,
@@ -593,7 +598,10 @@ fn copy_exact(
         match reader.read(&mut probe) {
             Ok(0) => return Ok(()),
             Ok(_) => {
-                return Err(WriteError::ReaderTooLong { name: name.to_owned(), expected: nbytes });
+                return Err(LlmwWriteError::ReaderTooLong {
+                    name: name.to_owned(),
+                    expected: nbytes,
+                });
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e.into()),

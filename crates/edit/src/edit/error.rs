@@ -131,7 +131,7 @@ pub enum EditError {
     #[error("the edited header is invalid: {source}")]
     Invalid {
         /// Why.
-        source: sipllm_gguf::writer::WriteError,
+        source: sipllm_gguf::writer::HeaderWriteError,
     },
     /// In place: the file has no tensors, so there is no data to keep where it is.
     #[error(

@@ -33,7 +33,8 @@ use std::path::{Path, PathBuf};
 
 use sipllm_gguf::writer::Value;
 use sipllm_gguf::{
-    GgmlType, Gguf, Limits, ValueType, writer::GgufWriter, writer::PADDING_KEY, writer::WriteError,
+    GgmlType, Gguf, Limits, ValueType, writer::GgufWriter, writer::HeaderWriteError,
+    writer::PADDING_KEY,
 };
 use sipllm_streaming::lock::ExclusiveLock;
 use sipllm_streaming::{GgufFile, ReadAt};
@@ -522,11 +523,15 @@ pub fn rewrite_in_place(
     }))
 }
 
-fn fit_error(e: WriteError, data_offset: u64) -> EditError {
+fn fit_error(e: HeaderWriteError, data_offset: u64) -> EditError {
     match e {
-        WriteError::HeaderTooLarge { missing } => EditError::DoesNotFit { missing, data_offset },
-        WriteError::NoRoomForPadding { slack, min } => EditError::NoRoomForPadding { slack, min },
-        WriteError::PaddingTooLarge { len, max } => EditError::PaddingTooLarge { len, max },
+        HeaderWriteError::HeaderTooLarge { missing } => {
+            EditError::DoesNotFit { missing, data_offset }
+        }
+        HeaderWriteError::NoRoomForPadding { slack, min } => {
+            EditError::NoRoomForPadding { slack, min }
+        }
+        HeaderWriteError::PaddingTooLarge { len, max } => EditError::PaddingTooLarge { len, max },
         source => EditError::Invalid { source },
     }
 }
@@ -538,12 +543,12 @@ fn fit_error(e: WriteError, data_offset: u64) -> EditError {
 ///
 /// # Errors
 ///
-/// The writer's [`WriteError::HeaderTooLarge`], [`WriteError::NoRoomForPadding`],
-/// [`WriteError::PaddingTooLarge`].
+/// The writer's [`HeaderWriteError::HeaderTooLarge`], [`HeaderWriteError::NoRoomForPadding`],
+/// [`HeaderWriteError::PaddingTooLarge`].
 pub fn fit_in_place(
     writer: &mut GgufWriter<'_>,
     source: &Gguf<impl AsRef<[u8]>>,
-) -> Result<u64, WriteError> {
+) -> Result<u64, HeaderWriteError> {
     let dir_end = source.directory().directory_end();
     let data_offset = source.data_offset();
     if dir_end < data_offset {

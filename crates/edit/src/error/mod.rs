@@ -59,7 +59,7 @@ pub enum WriteError {
     #[error("cannot write the header: {source}")]
     Header {
         /// The writer's reason.
-        source: sipllm_gguf::writer::WriteError,
+        source: sipllm_gguf::writer::HeaderWriteError,
     },
     /// The `.llmw` writer refused the model or failed to write it (shown as the writer's
     /// error; [`path`](StreamError::path) gives the destination).
@@ -68,7 +68,7 @@ pub enum WriteError {
         /// The destination.
         path: PathBuf,
         /// The `.llmw` writer's error (I/O, or a model the format cannot hold).
-        source: sipllm_llmw::WriteError,
+        source: sipllm_llmw::LlmwWriteError,
     },
     /// No data was given for a tensor.
     #[error("no data given for tensor {tensor:?}")]

@@ -15,13 +15,15 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
         (boxed(WriteError::Create { path: "m.gguf".into(), source: io() }), "write::create"),
         (boxed(WriteError::Write { path: "m.gguf".into(), offset: 5, source: io() }), "write::io"),
         (
-            boxed(WriteError::Header { source: sipllm_gguf::writer::WriteError::BadAlignment }),
+            boxed(WriteError::Header {
+                source: sipllm_gguf::writer::HeaderWriteError::BadAlignment,
+            }),
             "write::header",
         ),
         (
             boxed(WriteError::Llmw {
                 path: "m.llmw".into(),
-                source: sipllm_llmw::WriteError::EmptyKey,
+                source: sipllm_llmw::LlmwWriteError::EmptyKey,
             }),
             "write::llmw",
         ),

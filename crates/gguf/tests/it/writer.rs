@@ -9,7 +9,7 @@ use proptest::prelude::*;
 use sipllm_gguf::writer::Value;
 use sipllm_gguf::{
     Endian, GgmlType, Gguf, MetaValue, ParseOptions, ValueType, ggml::SizeError,
-    writer::GgufWriter, writer::TensorDesc, writer::WriteError,
+    writer::GgufWriter, writer::HeaderWriteError, writer::TensorDesc,
 };
 use sipllm_testkit::check::{assert_same_content, rewrite};
 
@@ -114,7 +114,7 @@ fn set_replaces_in_place_and_remove_removes() {
     let keys: Vec<_> = w.kvs().iter().map(|(k, _)| k.to_vec()).collect();
     assert_eq!(keys, [b"d".to_vec(), b"b".to_vec(), b"c".to_vec()]);
     w.kvs_mut().push(d);
-    assert_eq!(w.layout().unwrap_err(), WriteError::DuplicateKey { key: "d".into() });
+    assert_eq!(w.layout().unwrap_err(), HeaderWriteError::DuplicateKey { key: "d".into() });
 }
 
 #[test]
@@ -127,7 +127,7 @@ fn the_writer_refuses_what_no_reader_should_accept() {
     let lenient = ParseOptions::new(sipllm_gguf::Profile::Lenient);
     let g = sipllm_gguf::parse_with(&src[..], &lenient).unwrap();
     let dup = GgufWriter::from_gguf(&g);
-    assert_eq!(dup.header_bytes().unwrap_err(), WriteError::DuplicateKey { key: "k".into() });
+    assert_eq!(dup.header_bytes().unwrap_err(), HeaderWriteError::DuplicateKey { key: "k".into() });
     let mixed = {
         let mut w = GgufWriter::new();
         w.set(
@@ -138,7 +138,7 @@ fn the_writer_refuses_what_no_reader_should_accept() {
     };
     assert_eq!(
         mixed.header_bytes().unwrap_err(),
-        WriteError::MixedArray {
+        HeaderWriteError::MixedArray {
             key: "arr".into(),
             expected: ValueType::Uint8,
             found: ValueType::Int8
@@ -146,9 +146,9 @@ fn the_writer_refuses_what_no_reader_should_accept() {
     );
     let mut bad_align = GgufWriter::new();
     bad_align.set(&b"general.alignment"[..], Value::Uint32(48));
-    assert_eq!(bad_align.layout().unwrap_err(), WriteError::BadAlignment);
+    assert_eq!(bad_align.layout().unwrap_err(), HeaderWriteError::BadAlignment);
     bad_align.set(&b"general.alignment"[..], Value::Int32(32));
-    assert_eq!(bad_align.layout().unwrap_err(), WriteError::BadAlignment);
+    assert_eq!(bad_align.layout().unwrap_err(), HeaderWriteError::BadAlignment);
 
     let tensor = |name: &'static [u8], dims: Vec<u64>, ggml_type| TensorDesc {
         name: Cow::Borrowed(name),
@@ -161,23 +161,26 @@ fn the_writer_refuses_what_no_reader_should_accept() {
         vec![4],
         GgmlType::F32,
     ));
-    assert_eq!(t.layout().unwrap_err(), WriteError::DuplicateTensor { name: "x".into() });
+    assert_eq!(t.layout().unwrap_err(), HeaderWriteError::DuplicateTensor { name: "x".into() });
     let mut t = GgufWriter::new();
     t.add_tensor(tensor(b"q", vec![33], GgmlType::Q8_0));
     assert_eq!(
         t.layout().unwrap_err(),
-        WriteError::TensorSize {
+        HeaderWriteError::TensorSize {
             name: "q".into(),
             source: SizeError::NotBlockMultiple { ne0: 33, block_size: 32, ty: GgmlType::Q8_0 }
         }
     );
     let mut t = GgufWriter::new();
     t.add_tensor(tensor(b"d", vec![1; 5], GgmlType::F32));
-    assert_eq!(t.layout().unwrap_err(), WriteError::TooManyDims { name: "d".into(), n_dims: 5 });
+    assert_eq!(
+        t.layout().unwrap_err(),
+        HeaderWriteError::TooManyDims { name: "d".into(), n_dims: 5 }
+    );
     let mut t = GgufWriter::new();
     t.add_tensor(tensor(b"r", vec![32], GgmlType::Removed(4)));
-    assert!(matches!(t.layout().unwrap_err(), WriteError::TensorSize { .. }));
-    assert_eq!(GgufWriter::new().version(1).layout().unwrap_err(), WriteError::Version(1));
+    assert!(matches!(t.layout().unwrap_err(), HeaderWriteError::TensorSize { .. }));
+    assert_eq!(GgufWriter::new().version(1).layout().unwrap_err(), HeaderWriteError::Version(1));
 }
 
 /// `pad_to` keeps the data offset of an edited header: shrinking adds a padding pair, growing
@@ -218,7 +221,7 @@ fn pad_to_keeps_the_data_offset_for_in_place_edits() {
     let grown_end = g.directory().directory_end() + 200 - name.len() as u64;
     assert_eq!(
         w.pad_to(data_offset).unwrap_err(),
-        WriteError::HeaderTooLarge { missing: grown_end - data_offset }
+        HeaderWriteError::HeaderTooLarge { missing: grown_end - data_offset }
     );
     // Shrinking so the header ends 35 bytes early: the data offset would move, and a padding
     // pair needs at least 41 bytes, so it cannot be kept.
@@ -228,7 +231,7 @@ fn pad_to_keeps_the_data_offset_for_in_place_edits() {
     w.set(&b"general.name"[..], Value::str(shorter));
     assert_eq!(
         w.pad_to(data_offset).unwrap_err(),
-        WriteError::NoRoomForPadding { slack: 35, min: 41 }
+        HeaderWriteError::NoRoomForPadding { slack: 35, min: 41 }
     );
     // A change smaller than the alignment needs no padding pair at all.
     let mut w = GgufWriter::from_gguf(&g);
@@ -273,7 +276,7 @@ fn write_header_reports_write_errors_and_invalid_headers() {
     let mut out = Vec::new();
     let e = bad.write_header(&mut out).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
-    assert_eq!(e.to_string(), WriteError::BadAlignment.to_string());
+    assert_eq!(e.to_string(), HeaderWriteError::BadAlignment.to_string());
     assert!(out.is_empty());
 }
 
@@ -291,7 +294,7 @@ fn pad_to_refuses_padding_a_reader_would_refuse_without_building_it() {
     for data_offset in [1_000_000_000, 1 << 40, u64::MAX] {
         let mut w = GgufWriter::from_gguf(&g);
         match w.pad_to(data_offset).unwrap_err() {
-            WriteError::PaddingTooLarge { len, max: m } => {
+            HeaderWriteError::PaddingTooLarge { len, max: m } => {
                 assert_eq!(m, max);
                 assert!(len > max && len < data_offset, "{len}");
             }

@@ -2,7 +2,7 @@
 
 use std::io::{self, Read};
 
-use sipllm_llmw::{GgmlType, LlmwWriter, WriteError, parse};
+use sipllm_llmw::{GgmlType, LlmwWriteError, LlmwWriter, parse};
 
 use crate::support::{Owned, Scratch, metadata, sample_data, sample_file, sample_writer};
 
@@ -110,55 +110,55 @@ fn the_layout_is_packed_at_64() {
 fn bad_items_are_refused_when_added() {
     let mut w = LlmwWriter::new();
     w.add_meta_i64("k", 1).unwrap();
-    assert!(matches!(w.add_meta_i64("", 1), Err(WriteError::EmptyKey)));
+    assert!(matches!(w.add_meta_i64("", 1), Err(LlmwWriteError::EmptyKey)));
     assert!(
-        matches!(w.add_meta_str("k", "x"), Err(WriteError::DuplicateKey { key }) if key == "k")
+        matches!(w.add_meta_str("k", "x"), Err(LlmwWriteError::DuplicateKey { key }) if key == "k")
     );
     let d = [0u8; 64];
     w.add_tensor("t", GgmlType::F32, &[16], &d).unwrap();
-    let err = |r: Result<&mut LlmwWriter<'_>, WriteError>| r.map(|_| ()).unwrap_err();
-    assert!(matches!(err(w.add_tensor("", GgmlType::F32, &[16], &d)), WriteError::EmptyName));
+    let err = |r: Result<&mut LlmwWriter<'_>, LlmwWriteError>| r.map(|_| ()).unwrap_err();
+    assert!(matches!(err(w.add_tensor("", GgmlType::F32, &[16], &d)), LlmwWriteError::EmptyName));
     assert!(matches!(
         err(w.add_tensor("t", GgmlType::F32, &[16], &d)),
-        WriteError::DuplicateName { .. }
+        LlmwWriteError::DuplicateName { .. }
     ));
     assert!(matches!(
         err(w.add_tensor("u", GgmlType::Removed(4), &[32], &d)),
-        WriteError::UnsupportedDtype { .. }
+        LlmwWriteError::UnsupportedDtype { .. }
     ));
     assert!(matches!(
         err(w.add_tensor("u", GgmlType::from_code(500), &[16], &d)),
-        WriteError::UnsupportedDtype { .. }
+        LlmwWriteError::UnsupportedDtype { .. }
     ));
     assert!(matches!(
         err(w.add_tensor("u", GgmlType::F32, &[], &d)),
-        WriteError::BadDimCount { n_dims: 0, .. }
+        LlmwWriteError::BadDimCount { n_dims: 0, .. }
     ));
     assert!(matches!(
         err(w.add_tensor("u", GgmlType::F32, &[1, 1, 1, 1, 16], &d)),
-        WriteError::BadDimCount { n_dims: 5, .. }
+        LlmwWriteError::BadDimCount { n_dims: 5, .. }
     ));
     assert!(matches!(
         err(w.add_tensor("u", GgmlType::F32, &[16, 0], &d)),
-        WriteError::ZeroDim { index: 1, .. }
+        LlmwWriteError::ZeroDim { index: 1, .. }
     ));
     assert!(matches!(
         err(w.add_tensor("u", GgmlType::Q8_0, &[2, 33], &d)),
-        WriteError::Size { .. }
+        LlmwWriteError::Size { .. }
     ));
     assert!(matches!(
         err(w.add_tensor("u", GgmlType::F32, &[1 << 40, 1 << 40], &d)),
-        WriteError::Size { .. }
+        LlmwWriteError::Size { .. }
     ));
     assert!(matches!(
         err(w.add_tensor("u", GgmlType::F32, &[15], &d)),
-        WriteError::DataLength { expected: 60, got: 64, .. }
+        LlmwWriteError::DataLength { expected: 60, got: 64, .. }
     ));
     // Refused items left no trace: the file still parses with the two good items.
     let f_bytes = w.to_vec().unwrap();
     let f = parse(&f_bytes).unwrap();
     assert_eq!((f.meta_len(), f.tensors().len()), (1, 1));
-    assert!(WriteError::EmptyKey.to_string().contains("empty"));
+    assert!(LlmwWriteError::EmptyKey.to_string().contains("empty"));
 }
 
 /// A reader that yields `ok` bytes of `byte`, then fails.
@@ -224,14 +224,17 @@ fn readers_must_yield_exactly_the_size() {
     let short = [0u8; 63];
     let mut w = LlmwWriter::new();
     w.add_tensor_from_reader("t", GgmlType::F32, &[16], &short[..]).unwrap();
-    assert!(matches!(w.to_vec(), Err(WriteError::ReaderTooShort { expected: 64, got: 63, .. })));
+    assert!(matches!(
+        w.to_vec(),
+        Err(LlmwWriteError::ReaderTooShort { expected: 64, got: 63, .. })
+    ));
     let long = [0u8; 65];
     let mut w = LlmwWriter::new();
     w.add_tensor_from_reader("t", GgmlType::F32, &[16], &long[..]).unwrap();
-    assert!(matches!(w.to_vec(), Err(WriteError::ReaderTooLong { expected: 64, .. })));
+    assert!(matches!(w.to_vec(), Err(LlmwWriteError::ReaderTooLong { expected: 64, .. })));
     let mut w = LlmwWriter::new();
     w.add_tensor_from_reader("t", GgmlType::F32, &[16], Failing { ok: 10 }).unwrap();
-    assert!(matches!(w.to_vec(), Err(WriteError::Io(e)) if e.to_string() == "disk on fire"));
+    assert!(matches!(w.to_vec(), Err(LlmwWriteError::Io(e)) if e.to_string() == "disk on fire"));
 }
 
 #[test]
@@ -256,7 +259,7 @@ fn a_failed_write_leaves_no_file_at_the_destination() {
     // Fails after 1 MiB of tensor data has gone to the temporary file.
     w.add_tensor_from_reader("t", GgmlType::F32, &[1 << 20], Failing { ok: 1 << 20 }).unwrap();
     let err = w.write_to_path(&dest).unwrap_err();
-    assert!(matches!(err, WriteError::Io(_)), "{err}");
+    assert!(matches!(err, LlmwWriteError::Io(_)), "{err}");
     assert!(!dest.exists(), "no file at the destination");
     assert!(dir.entries().is_empty(), "temporary file removed: {:?}", dir.entries());
 
@@ -265,7 +268,7 @@ fn a_failed_write_leaves_no_file_at_the_destination() {
     let short = [0u8; 10];
     let mut w = LlmwWriter::new();
     w.add_tensor_from_reader("t", GgmlType::F32, &[16], &short[..]).unwrap();
-    assert!(matches!(w.write_to_path(&dest), Err(WriteError::ReaderTooShort { .. })));
+    assert!(matches!(w.write_to_path(&dest), Err(LlmwWriteError::ReaderTooShort { .. })));
     assert_eq!(std::fs::read(&dest).unwrap(), b"old contents");
     assert_eq!(dir.entries(), vec!["model.llmw".to_string()]);
 }
@@ -274,7 +277,7 @@ fn a_failed_write_leaves_no_file_at_the_destination() {
 fn a_destination_without_a_file_name_is_refused() {
     let err = LlmwWriter::new().write_to_path("/").unwrap_err();
     assert!(
-        matches!(err, WriteError::Io(ref e) if e.kind() == io::ErrorKind::InvalidInput),
+        matches!(err, LlmwWriteError::Io(ref e) if e.kind() == io::ErrorKind::InvalidInput),
         "{err}"
     );
 }
