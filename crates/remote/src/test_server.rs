@@ -439,11 +439,20 @@ fn respond(
         let k = piece.min(stop_at - pos) as usize;
         let chunk = &mut buf[..k];
         body.read_at(pos, chunk)?;
-        out.write_all(chunk)?;
-        if rng.is_some() || matches!(fault, Fault::SlowDrip(_)) {
-            out.flush()?;
-        }
+        // Counted before the write: once the client holds the bytes, a test reading the
+        // count must see them (counting after the write raced with the client's read).
         shared.body_bytes.fetch_add(k as u64, Ordering::SeqCst);
+        let written = out.write_all(chunk).and_then(|()| {
+            if rng.is_some() || matches!(fault, Fault::SlowDrip(_)) {
+                out.flush()
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = written {
+            shared.body_bytes.fetch_sub(k as u64, Ordering::SeqCst);
+            return Err(e);
+        }
         pos += k as u64;
         if let Fault::SlowDrip(d) = fault {
             std::thread::sleep(*d);
