@@ -210,6 +210,10 @@ pub enum EditError {
     /// Reading the model failed.
     #[error(transparent)]
     Read(#[from] StreamError),
+    /// Opening the model to edit failed, or it does not parse (the read side's error; nothing
+    /// was written).
+    #[error(transparent)]
+    Open(StreamError),
 }
 
 /// How a written file differs from its plan.
@@ -401,7 +405,7 @@ impl Kind for EditError {
             EditError::Commit { .. } => "edit::commit",
             EditError::Write(e) => e.code(),
             EditError::InPlace(e) => e.code(),
-            EditError::Read(e) => e.code(),
+            EditError::Read(e) | EditError::Open(e) => e.code(),
         }
     }
 
@@ -448,7 +452,7 @@ impl Kind for EditError {
             }
             EditError::Write(e) => e.help(),
             EditError::InPlace(e) => e.help(),
-            EditError::Read(e) => e.help(),
+            EditError::Read(e) | EditError::Open(e) => e.help(),
         }
     }
 }

@@ -22,6 +22,7 @@
 //!    so only the blocks between the first edit and the padding change; then the crash-safe
 //!    rewrite of [`crate::in_place`], under the caller's exclusive lock.
 
+mod call;
 mod check;
 mod error;
 mod value;
@@ -38,6 +39,9 @@ use sipllm_gguf::{
 use sipllm_streaming::lock::ExclusiveLock;
 use sipllm_streaming::{GgufFile, ReadAt};
 
+pub use call::{
+    EditOptions, InPlace, Input, OutOfPlace, edit_in_place, edit_out_of_place, refuse_pending,
+};
 pub use check::{SAMPLE, check_in_place, check_tensors, check_written, source_reader};
 pub use error::{CheckError, EditError, EditErrors, NameDefect, TensorMismatch, type_label};
 pub use value::ValueSummary;
@@ -475,6 +479,26 @@ pub fn rewrite_in_place(
     src: &GgufFile,
     edits: Vec<Edit>,
 ) -> Result<Option<Rewritten>, EditErrors> {
+    let plan = plan_in_place(src, edits)?;
+    rewrite_planned(lock, src, plan).map_err(Into::into)
+}
+
+/// An in-place edit planned and fitted, not yet written.
+#[derive(Debug)]
+pub(crate) struct InPlacePlan {
+    /// What the edits do.
+    pub(crate) applied: Applied,
+    /// The new header, exactly the old one's length.
+    new_header: Vec<u8>,
+    /// Pairs after the edits.
+    keys: usize,
+    planned: Vec<Planned>,
+    padding: u64,
+}
+
+/// Plans `edits` on `src`'s header as a header of exactly the old length: every refusal of
+/// [`rewrite_in_place`] but the rewrite's own.
+pub(crate) fn plan_in_place(src: &GgufFile, edits: Vec<Edit>) -> Result<InPlacePlan, EditErrors> {
     let gguf = src.gguf();
     let data_offset = gguf.data_offset();
     if gguf.tensor_infos().is_empty() {
@@ -501,6 +525,26 @@ pub fn rewrite_in_place(
     }
     let planned = plan_tensors(&writer, gguf, &layout);
     let new_header = writer.header_bytes().map_err(invalid)?;
+    if gguf.bytes().len() < new_header.len() {
+        return Err(EditError::DoesNotFit {
+            missing: (new_header.len() as u64).saturating_sub(data_offset),
+            data_offset,
+        }
+        .into());
+    }
+    Ok(InPlacePlan { applied, new_header, keys: writer.kvs().len(), planned, padding })
+}
+
+/// Writes a [`plan_in_place`] plan over `src`'s header ([`rewrite_header_locked`], under
+/// `lock`). `Ok(None)`: the plan changes nothing, nothing was written.
+pub(crate) fn rewrite_planned(
+    lock: &ExclusiveLock<'_>,
+    src: &GgufFile,
+    plan: InPlacePlan,
+) -> Result<Option<Rewritten>, EditError> {
+    let gguf = src.gguf();
+    let data_offset = gguf.data_offset();
+    let new_header = plan.new_header;
     let old_header = gguf.bytes().get(..new_header.len()).ok_or(EditError::DoesNotFit {
         missing: (new_header.len() as u64).saturating_sub(data_offset),
         data_offset,
@@ -511,14 +555,14 @@ pub fn rewrite_in_place(
     }
     Ok(Some(Rewritten {
         report: Report {
-            applied,
+            applied: plan.applied,
             header: (data_offset, new_header.len() as u64),
-            keys: (gguf.kv_len(), writer.kvs().len()),
-            planned,
+            keys: (gguf.kv_len(), plan.keys),
+            planned: plan.planned,
         },
         header_hash: (new_header.len() as u64, xxhash_rust::xxh3::xxh3_64(&new_header)),
         rewritten: stats.rewritten,
-        padding,
+        padding: plan.padding,
     }))
 }
 
