@@ -106,8 +106,8 @@ pub fn edit_in_place(
     options: &EditOptions,
 ) -> Result<InPlace, EditErrors> {
     let file = lock::open_locked(path, true).map_err(open_error)?;
-    let lock = ExclusiveLock::try_new(&file, path)
-        .map_err(|e| EditError::from(InPlaceError::Read(e)))?;
+    let lock =
+        ExclusiveLock::try_new(&file, path).map_err(|e| EditError::from(InPlaceError::Read(e)))?;
     // Under the lock, a backup is an interrupted edit's, never a running one's.
     refuse_pending(path)?;
     let model = parse(&file, path)?;
@@ -183,9 +183,7 @@ pub fn edit_out_of_place(
 /// [`EditError::InPlace`] with [`InPlaceError::Pending`].
 pub fn refuse_pending(model: &Path) -> Result<(), EditError> {
     match HeaderBackup::pending(model) {
-        Some(backup) => {
-            Err(InPlaceError::Pending { path: model.to_path_buf(), backup }.into())
-        }
+        Some(backup) => Err(InPlaceError::Pending { path: model.to_path_buf(), backup }.into()),
         None => Ok(()),
     }
 }

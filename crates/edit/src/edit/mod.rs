@@ -21,6 +21,13 @@
 //!    puts them. The padding pair goes right after the last edited pair ([`place_padding`]),
 //!    so only the blocks between the first edit and the padding change; then the crash-safe
 //!    rewrite of [`crate::in_place`], under the caller's exclusive lock.
+//!
+//! # One call per edit
+//!
+//! A caller that does not need the steps apart calls [`edit_in_place`] or
+//! [`edit_out_of_place`]: each opens the model with the right lock (exclusive in place, shared
+//! out of place), refuses a pending header backup, plans, writes and checks, and returns a
+//! typed outcome or every error. [`EditOptions::plan_only`] stops after the plan.
 
 mod call;
 mod check;

@@ -37,6 +37,7 @@ fn codes(errors: &sipllm_edit::edit::EditErrors) -> Vec<&'static str> {
 }
 
 /// A backup beside `model` as an interrupted rewrite leaves it.
+#[allow(clippy::single_range_in_vec_init)] // one run of bytes, on purpose
 fn leave_backup(model: &Path) -> std::path::PathBuf {
     let bytes = std::fs::read(model).unwrap();
     let file = std::fs::File::open(model).unwrap();
@@ -181,9 +182,8 @@ fn out_of_place_writes_checks_and_types_its_errors() {
 
     let mut none = |_, _| {};
     let missing = dir.join("missing.gguf");
-    let errors =
-        edit_out_of_place(Input::Path(&missing), &out, set_name("x"), &opts, &mut none)
-            .unwrap_err();
+    let errors = edit_out_of_place(Input::Path(&missing), &out, set_name("x"), &opts, &mut none)
+        .unwrap_err();
     assert!(matches!(errors.0[..], [EditError::Open(StreamError::Open { .. })]), "{errors}");
     let llmw = dir.join("m.llmw");
     let mut w = sipllm_llmw::LlmwWriter::new();
