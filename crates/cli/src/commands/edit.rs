@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use clap::ArgMatches;
 use sipllm_edit::edit::{
-    self, Edit, EditError, EditErrors, EditOptions, InPlace, Input, OutOfPlace,
+    self, Edit, EditError, EditErrors, EditOptions, InPlace, Input, OutOfPlace, Rewritten,
 };
 use sipllm_edit::{HeaderBackup, InPlaceError, in_place};
 
@@ -235,12 +235,17 @@ fn run_in_place(
             return Ok(Exit::Ok);
         }
         Ok(_) => return Ok(Exit::Trouble),
-        Err(errors) => return Ok(report(&errors, &args.file, ctx)),
+        Err(errors) => {
+            // Rewritten but not as written: what was written, then why it does not check out.
+            if let [EditError::InPlaceCheck { written, .. }] = &errors.0[..] {
+                rewritten(&mut io::stdout().lock(), written, &name)?;
+            }
+            return Ok(report(&errors, &args.file, ctx));
+        }
     };
     let r = &done.report;
     let mut o = io::stdout().lock();
-    changes(&mut o, &format!("edited {name} in place"), r, &name)?;
-    writeln!(o, "{}", in_place_line(&done))?;
+    rewritten(&mut o, &done, &name)?;
     writeln!(
         o,
         "checked {name}: re-opened (strict profile); header as written; {} tensors where they \
@@ -250,6 +255,13 @@ fn run_in_place(
     o.flush()?;
     notes(r);
     Ok(Exit::Ok)
+}
+
+/// `edited FILE in place`, the changes and what was rewritten.
+fn rewritten(o: &mut dyn Write, done: &Rewritten, name: &str) -> io::Result<()> {
+    changes(o, &format!("edited {name} in place"), &done.report, name)?;
+    writeln!(o, "{}", in_place_line(done))?;
+    o.flush()
 }
 
 /// `--recover`: put the header backup back ([`in_place::recover`]).

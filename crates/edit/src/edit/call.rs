@@ -99,7 +99,8 @@ pub enum InPlace {
 /// parsed); [`EditError::InPlace`] with [`InPlaceError::Read`] of
 /// [`StreamError::Locked`] (another process holds the file) or [`InPlaceError::Pending`];
 /// [`EditError::NotGguf`]; then what [`rewrite_in_place`](super::rewrite_in_place) refuses
-/// (every edit that cannot apply, the fit errors) and [`EditError::Check`].
+/// (every edit that cannot apply, the fit errors) and [`EditError::InPlaceCheck`] (the model
+/// was rewritten: the error says how).
 pub fn edit_in_place(
     path: &Path,
     edits: Vec<Edit>,
@@ -120,8 +121,13 @@ pub fn edit_in_place(
         return Ok(InPlace::Unchanged);
     };
     drop(model);
-    done.check(path, &file)?;
-    Ok(InPlace::Rewritten(Box::new(done)))
+    match done.check(path, &file) {
+        Ok(()) => Ok(InPlace::Rewritten(Box::new(done))),
+        Err(EditError::Check(source)) => {
+            Err(EditError::InPlaceCheck { written: Box::new(done), source }.into())
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Edits the GGUF model `input` into a new file at `out` (which may be the input itself), as

@@ -194,6 +194,15 @@ pub enum EditError {
     /// its check against the plan.
     #[error("the written file failed its check: {0}")]
     Check(Box<CheckError>),
+    /// In place: the header was rewritten, but the model does not read back as written (it
+    /// is changed: `written` says how).
+    #[error("the header was rewritten in place, but the file failed its check: {source}")]
+    InPlaceCheck {
+        /// What was written.
+        written: Box<super::Rewritten>,
+        /// How the model differs from it.
+        source: Box<CheckError>,
+    },
     /// Moving the checked temporary over the destination failed; the destination is as it was.
     #[error("cannot move the new file into place: {source}")]
     Commit {
@@ -402,6 +411,7 @@ impl Kind for EditError {
             EditError::PaddingTooLarge { .. } => "edit::in_place_padding_too_large",
             EditError::NotCanonical { .. } => "edit::in_place_not_canonical",
             EditError::Check(_) => "edit::check_failed",
+            EditError::InPlaceCheck { .. } => "edit::in_place_check_failed",
             EditError::Commit { .. } => "edit::commit",
             EditError::Write(e) => e.code(),
             EditError::InPlace(e) => e.code(),
@@ -446,6 +456,11 @@ impl Kind for EditError {
             EditError::Check(_) => {
                 "the destination was not replaced; the disk or the file system may be failing \
                  (or another process changed the file): check it and edit again."
+            }
+            EditError::InPlaceCheck { .. } => {
+                "the file was changed but does not read back as written (a failing disk or file \
+                 system, or a process that ignored the lock): run `sipllm validate FILE`; if it \
+                 fails, restore FILE from a copy."
             }
             EditError::Commit { .. } => {
                 "the destination's directory must be writable; the destination was not changed."

@@ -742,6 +742,36 @@ mod tests {
         assert_eq!(errors.0[5].to_string(), "the file has no metadata key \"also.missing\"");
     }
 
+    /// An in-place rewrite that does not read back as written keeps what was written, for the
+    /// caller to show, and has its own code and help (the file was changed).
+    #[test]
+    fn a_failed_in_place_check_keeps_what_was_written() {
+        let written = Rewritten {
+            report: Report {
+                applied: Applied::default(),
+                header: (64, 64),
+                keys: (1, 1),
+                planned: Vec::new(),
+            },
+            header_hash: (64, 0),
+            rewritten: 4096,
+            padding: 0,
+        };
+        let e = EditError::InPlaceCheck {
+            written: Box::new(written),
+            source: Box::new(CheckError::Header),
+        };
+        assert_eq!(e.code(), "edit::in_place_check_failed");
+        assert!(e.help().contains("sipllm validate FILE"), "{}", e.help());
+        assert_eq!(
+            e.to_string(),
+            "the header was rewritten in place, but the file failed its check: its header \
+             differs from the one written"
+        );
+        let EditError::InPlaceCheck { written, .. } = e else { unreachable!() };
+        assert_eq!(written.rewritten, 4096);
+    }
+
     #[test]
     fn renames_check_the_new_name() {
         assert!(matches!(Edit::rename("a", "b"), Ok(Edit::RenameTensor { .. })));
