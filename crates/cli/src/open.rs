@@ -250,6 +250,14 @@ pub fn open_locked(path: &Path, write: bool) -> Result<File, StreamError> {
         );
         return Err(StreamError::Open { path: name, source: refused });
     }
+    fetch(url)
+}
+
+/// Fetches the model the URL `url` names whole into an unnamed temporary file (in `TMPDIR`),
+/// after checking the object's size against TMPDIR's free space ([`StreamError::Spool`] when
+/// it does not fit): a private copy no other process can reach, so it needs no lock.
+pub fn fetch(url: &str) -> Result<File, StreamError> {
+    let name = PathBuf::from(sipllm_remote::url::redact(url));
     let url = parse_url(url)?;
     let http = http_options();
     // The size the server claims is checked against the room in TMPDIR before a byte is

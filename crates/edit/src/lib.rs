@@ -10,8 +10,9 @@
 //! * [`in_place`]: the crash-safe header rewrite (the changed 4 KiB blocks backed up beside
 //!   the model first) and [`in_place::recover`], which undoes an interrupted one.
 //! * [`edit`]: metadata edits and tensor renames planned on a parsed header, written out of
-//!   place or fitted in place, and checked after the write. Every bad argument is reported at
-//!   once.
+//!   place or fitted in place, and checked after the write, each as one call that owns the
+//!   whole protocol ([`edit::edit_in_place`], [`edit::edit_out_of_place`]). Every bad argument
+//!   is reported at once.
 //! * [`convert`]: GGUF ↔ `.llmw`, checked after the write, with the types llama.cpp
 //!   reads well-known keys as (`sipllm_model::keys`) for `.llmw` values.
 //! * [`identity`]: whether two paths are one file (every writer refuses an output that is its

@@ -2,25 +2,25 @@
 //! [--set-file …] [--delete …] [--rename-tensor …]`: metadata edits and tensor renames on a
 //! GGUF file, without touching tensor data.
 //!
-//! The command parses the edits (the value syntax is in [`crate::values`]; every bad argument
-//! is reported, not only the first), opens FILE locked ([`open_locked`]: exclusively for
-//! `--in-place`, so a second editor is refused and readers wait), and hands the rest to the
-//! write side ([`sipllm_edit::edit`]): planning, the out-of-place write into a checked
-//! temporary, or the in-place fit and crash-safe rewrite. It renders what the library
-//! reports ([`crate::render::edit`]).
+//! The command parses the edits (the value syntax is in [`crate::values`]), makes one call to
+//! the write side ([`edit::edit_out_of_place`] or [`edit::edit_in_place`]), which owns the
+//! whole protocol (the lock, the backup refusal, planning, the checked write or the in-place
+//! fit and crash-safe rewrite), and renders what it reports ([`crate::render::edit`]). Every
+//! bad argument is reported in one run: when some do not parse, the same call plans the rest
+//! against the model ([`EditOptions::plan_only`]) and reports what the model refuses too.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use clap::ArgMatches;
-use sipllm_edit::edit::{self, Edit, EditError, EditErrors};
-use sipllm_edit::{HeaderBackup, InPlaceError, identity, in_place};
-use sipllm_streaming::lock::ExclusiveLock;
-use sipllm_streaming::{GgufFile, Model};
+use sipllm_edit::edit::{
+    self, Edit, EditError, EditErrors, EditOptions, InPlace, Input, OutOfPlace, Rewritten,
+};
+use sipllm_edit::{HeaderBackup, InPlaceError, in_place};
 
 use crate::cli::EditArgs;
 use crate::commands::{UrlRefusal, refuse_url, report_open_error, usage_error};
-use crate::open::{model_of, open_locked};
+use crate::open::{fetch, remote_name, shown_name};
 use crate::render::edit::{changes, edit_error, in_place_error, in_place_line, notes};
 use crate::render::escape;
 use crate::render::value::group;
@@ -42,70 +42,36 @@ pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Resu
     if args.recover {
         return recover(&args.file, &name);
     }
-    // An output with an interrupted edit's backup (an output that is FILE is checked with
-    // FILE, under its lock, below).
-    if let Some(out) = &args.output
-        && !identity::same_file(out, &args.file)
-        && let Some(e) = pending(out)
-    {
-        in_place_error(&e, &display(out));
+    let (edits, bad) = parse_edits(args, matches);
+    for b in &bad {
+        match b {
+            Bad::Syntax(msg) => drop(usage_error(msg)),
+            Bad::Edit(e) => edit_error(e, &name),
+        }
+    }
+    if !bad.is_empty() && remote_name(&args.file).is_some() {
+        // Not a whole download only to plan the rest.
         return Ok(Exit::Trouble);
     }
-    let edits = match parse_edits(args, matches) {
-        Ok(edits) => edits,
-        Err(bad) => {
-            for b in bad {
-                match b {
-                    Bad::Syntax(msg) => drop(usage_error(&msg)),
-                    Bad::Edit(e) => edit_error(&e, &name),
-                }
-            }
-            return Ok(Exit::Trouble);
+    if bad.is_empty() {
+        if args.in_place && edits.is_empty() {
+            return Ok(usage_error(
+                "nothing to edit: give --set, --set-array, --set-file, --delete or \
+                 --rename-tensor",
+            ));
         }
-    };
-    if args.in_place && edits.is_empty() {
-        return Ok(usage_error(
-            "nothing to edit: give --set, --set-array, --set-file, --delete or --rename-tensor",
-        ));
-    }
-    // Locked before a byte is read (docs/writer.md, "Who may read or write while an edit
-    // runs"); an out-of-place edit reads under a shared lock.
-    let file = match open_locked(&args.file, args.in_place) {
-        Ok(file) => file,
-        Err(e @ sipllm_streaming::StreamError::Locked { .. }) => {
-            in_place_error(&InPlaceError::Read(e), &name);
-            return Ok(Exit::Trouble);
+        if let Some(out) = args.output.as_deref().filter(|out| out.is_dir()) {
+            let out = display(out);
+            return Ok(usage_error(&format!("-o {out}: is a directory; give a file name")));
         }
-        Err(e) => return Ok(report_open_error(&args.file, &e, ctx)),
-    };
-    let lock = if args.in_place {
-        match ExclusiveLock::try_new(&file, &args.file) {
-            Ok(lock) => Some(lock),
-            Err(e) => {
-                in_place_error(&InPlaceError::Read(e), &name);
-                return Ok(Exit::Trouble);
-            }
-        }
-    } else {
-        None
-    };
-    // Under the lock, a backup is an interrupted edit's, never a running one's.
-    if let Some(e) = pending(&args.file) {
-        in_place_error(&e, &name);
-        return Ok(Exit::Trouble);
     }
-    let model = match model_of(&file, &args.file) {
-        Ok(model) => model,
-        Err(e) => return Ok(report_open_error(&args.file, &e, ctx)),
+    let options = EditOptions::default().plan_only(!bad.is_empty());
+    let exit = match (&args.output, args.in_place) {
+        (Some(out), _) => out_of_place(args, edits, out, &options, ctx)?,
+        (None, true) => run_in_place(args, edits, &options, ctx)?,
+        (None, false) => usage_error("give -o OUT or --in-place"),
     };
-    if model.gguf().is_none() {
-        return Ok(report(&EditError::NotGguf.into(), &name));
-    }
-    match (&args.output, &lock) {
-        (Some(out), _) => out_of_place(&args.file, model, &file, edits, out, ctx),
-        (None, Some(lock)) => run_in_place(lock, model, edits),
-        (None, None) => Ok(usage_error("give -o OUT or --in-place")),
-    }
+    Ok(if bad.is_empty() { exit } else { Exit::Trouble })
 }
 
 /// The interrupted in-place edit `model` has a header backup of, if any.
@@ -114,8 +80,9 @@ pub fn pending(model: &Path) -> Option<InPlaceError> {
     Some(InPlaceError::Pending { path: model.to_path_buf(), backup })
 }
 
-/// The edits in command-line order, or every argument that is wrong (in that order).
-pub fn parse_edits(args: &EditArgs, matches: Option<&ArgMatches>) -> Result<Vec<Edit>, Vec<Bad>> {
+/// The edits that parse, in command-line order, and every argument that is wrong (in that
+/// order).
+pub fn parse_edits(args: &EditArgs, matches: Option<&ArgMatches>) -> (Vec<Edit>, Vec<Bad>) {
     type Parser = fn(&str) -> Result<Edit, Bad>;
     let groups: [(&str, &str, &[String], Parser); 5] = [
         ("set", "--set", &args.set, |s| {
@@ -161,7 +128,7 @@ pub fn parse_edits(args: &EditArgs, matches: Option<&ArgMatches>) -> Result<Vec<
             Err(e) => errors.push(e),
         }
     }
-    if errors.is_empty() { Ok(edits) } else { Err(errors) }
+    (edits, errors)
 }
 
 /// A bad argument: the CLI's value syntax (`--set KEY=TYPE:VALUE`, its message naming the
@@ -190,46 +157,51 @@ fn display(p: &Path) -> String {
     escape::str(&p.display().to_string()).into_owned()
 }
 
-/// Renders every error (exit code 2).
-fn report(errors: &EditErrors, name: &str) -> Exit {
+/// Renders every error: exit code 2, or the read side's for a model that cannot be opened.
+fn report(errors: &EditErrors, path: &Path, ctx: &Ctx) -> Exit {
+    let name = display(path);
+    let mut exit = Exit::Trouble;
     for e in errors.iter() {
-        edit_error(e, name);
+        match e {
+            EditError::Open(e) => exit = report_open_error(path, e, ctx),
+            // The output's backup, too, is about the output (its help names it).
+            EditError::InPlace(e) => match &**e {
+                InPlaceError::Pending { path, .. } => in_place_error(e, &display(path)),
+                _ => in_place_error(e, &name),
+            },
+            e => edit_error(e, &name),
+        }
     }
-    Exit::Trouble
+    exit
 }
 
-/// The out-of-place edit: a checked temporary beside `out`, renamed over it.
+/// The out-of-place edit: one call, then its report.
 fn out_of_place(
-    path: &Path,
-    model: Model,
-    file: &std::fs::File,
+    args: &EditArgs,
     edits: Vec<Edit>,
     out: &Path,
+    options: &EditOptions,
     ctx: &Ctx,
 ) -> io::Result<Exit> {
+    let path = args.file.as_path();
     let (name, out_name) = (display(path), display(out));
-    if out.is_dir() {
-        return Ok(usage_error(&format!("-o {out_name}: is a directory; give a file name")));
-    }
+    // A URL is fetched whole into a private temporary file first (it is all copied anyway).
+    let shown = PathBuf::from(shown_name(path));
+    let input = match remote_name(path) {
+        Some(url) => match fetch(url) {
+            Ok(file) => Input::Private { file, name: &shown },
+            Err(e) => return Ok(report_open_error(path, &e, ctx)),
+        },
+        None => Input::Path(path),
+    };
     let bar = crate::progress::bar(ctx, 0);
     let mut feed = crate::progress::feed_total(&bar);
-    let pending = edit::write_edited_with(gguf(&model), file, edits, out, &mut feed);
+    let done = edit::edit_out_of_place(input, out, edits, options, &mut feed);
     bar.finish_and_clear();
-    let pending = match pending {
-        Ok(p) => p,
-        Err(errors) => return Ok(report(&errors, &name)),
-    };
-    // The source's header is not needed any more: the check's re-open must not hold a second
-    // copy beside it (peak memory stays about one header).
-    drop(model);
-    let stats = pending.stats;
-    let checked = match edit::source_reader(file, path) {
-        Ok(source) => pending.check_and_commit(&source),
-        Err(e) => Err(e.into()),
-    };
-    let report_ = match checked {
-        Ok(r) => r,
-        Err(e) => return Ok(report(&e.into(), &name)),
+    let (report_, stats) = match done {
+        Ok(OutOfPlace::Written { report, stats }) => (report, stats),
+        Ok(_) => return Ok(Exit::Trouble),
+        Err(errors) => return Ok(report(&errors, path, ctx)),
     };
     let mut o = io::stdout().lock();
     changes(&mut o, &format!("edited {name} -> {out_name}"), &report_, &name)?;
@@ -246,35 +218,34 @@ fn out_of_place(
     Ok(Exit::Ok)
 }
 
-fn gguf(model: &Model) -> &GgufFile {
-    model.gguf().expect("checked by run")
-}
-
-/// The in-place edit: the fit and crash-safe rewrite, then the check.
-fn run_in_place(lock: &ExclusiveLock<'_>, model: Model, edits: Vec<Edit>) -> io::Result<Exit> {
-    let (path, file) = (lock.path(), lock.file());
-    let name = display(path);
-    let done = match edit::rewrite_in_place(lock, gguf(&model), edits) {
-        Ok(Some(done)) => done,
-        Ok(None) => {
+/// The in-place edit: one call, then its report.
+fn run_in_place(
+    args: &EditArgs,
+    edits: Vec<Edit>,
+    options: &EditOptions,
+    ctx: &Ctx,
+) -> io::Result<Exit> {
+    let name = display(&args.file);
+    let done = match edit::edit_in_place(&args.file, edits, options) {
+        Ok(InPlace::Rewritten(done)) => done,
+        Ok(InPlace::Unchanged) => {
             let mut o = io::stdout().lock();
             writeln!(o, "{name} already has these values: nothing written")?;
             o.flush()?;
             return Ok(Exit::Ok);
         }
-        Err(errors) => return Ok(report(&errors, &name)),
+        Ok(_) => return Ok(Exit::Trouble),
+        Err(errors) => {
+            // Rewritten but not as written: what was written, then why it does not check out.
+            if let [EditError::InPlaceCheck { written, .. }] = &errors.0[..] {
+                rewritten(&mut io::stdout().lock(), written, &name)?;
+            }
+            return Ok(report(&errors, &args.file, ctx));
+        }
     };
-    drop(model);
     let r = &done.report;
     let mut o = io::stdout().lock();
-    changes(&mut o, &format!("edited {name} in place"), r, &name)?;
-    writeln!(o, "{}", in_place_line(&done))?;
-    o.flush()?;
-    drop(o);
-    if let Err(e) = done.check(path, file) {
-        return Ok(report(&e.into(), &name));
-    }
-    let mut o = io::stdout().lock();
+    rewritten(&mut o, &done, &name)?;
     writeln!(
         o,
         "checked {name}: re-opened (strict profile); header as written; {} tensors where they \
@@ -284,6 +255,13 @@ fn run_in_place(lock: &ExclusiveLock<'_>, model: Model, edits: Vec<Edit>) -> io:
     o.flush()?;
     notes(r);
     Ok(Exit::Ok)
+}
+
+/// `edited FILE in place`, the changes and what was rewritten.
+fn rewritten(o: &mut dyn Write, done: &Rewritten, name: &str) -> io::Result<()> {
+    changes(o, &format!("edited {name} in place"), &done.report, name)?;
+    writeln!(o, "{}", in_place_line(done))?;
+    o.flush()
 }
 
 /// `--recover`: put the header backup back ([`in_place::recover`]).

@@ -697,3 +697,49 @@ fn urls_that_cannot_be_edited_in_place_are_refused_with_the_right_help() {
     }
     assert!(!dir.join("out.gguf").exists());
 }
+
+/// Every bad argument in one run: the syntax errors and what only the model can refuse (a
+/// missing key, a missing tensor, a header that does not fit in place) come together, in
+/// place and out of place, and nothing is written.
+#[test]
+fn syntax_and_model_errors_are_reported_in_one_run() {
+    let dir = temp_dir("edit-one-run");
+    let src = write(&dir, "m.gguf", &model().build());
+    let before = std::fs::read(dir.join(&src)).unwrap();
+    let bad = [
+        "--set",
+        "a=u8:300",
+        "--delete",
+        "no.such.key",
+        "--rename-tensor",
+        "nope=x",
+        "--set-array",
+        "b=bool:2",
+    ];
+    for mode in [&["-o", "out.gguf"][..], &["--in-place"]] {
+        let mut args = vec!["edit", &src];
+        args.extend_from_slice(mode);
+        args.extend_from_slice(&bad);
+        let run = sipllm(&dir, &args);
+        assert_eq!(run.code, Some(2), "{}", run.transcript());
+        assert!(run.stdout.is_empty(), "{}", run.transcript());
+        for needle in [
+            "--set \"a=u8:300\": 300 does not fit u8",
+            "--set-array \"b=bool:2\"",
+            "--delete \"no.such.key\": the file has no metadata key",
+            "--rename-tensor \"nope=x\": the file has no tensor named",
+        ] {
+            assert!(run.stderr.contains(needle), "{needle}: {}", run.transcript());
+        }
+        assert!(!dir.join("out.gguf").exists());
+        assert_eq!(std::fs::read(dir.join(&src)).unwrap(), before);
+    }
+    // In place, a header that cannot fit is reported beside a syntax error as well.
+    let long = format!("general.name=str:{}", "n".repeat(8192));
+    let run = sipllm(&dir, &["edit", &src, "--in-place", "--set", &long, "--set", "a=u8:300"]);
+    assert_eq!(run.code, Some(2), "{}", run.transcript());
+    assert!(run.stderr.contains("does not fit in place"), "{}", run.transcript());
+    assert!(run.stderr.contains("--set \"a=u8:300\""), "{}", run.transcript());
+    assert!(temporaries(&dir).is_empty());
+    assert_eq!(std::fs::read(dir.join(&src)).unwrap(), before);
+}

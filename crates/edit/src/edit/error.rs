@@ -194,6 +194,15 @@ pub enum EditError {
     /// its check against the plan.
     #[error("the written file failed its check: {0}")]
     Check(Box<CheckError>),
+    /// In place: the header was rewritten, but the model does not read back as written (it
+    /// is changed: `written` says how).
+    #[error("the header was rewritten in place, but the file failed its check: {source}")]
+    InPlaceCheck {
+        /// What was written.
+        written: Box<super::Rewritten>,
+        /// How the model differs from it.
+        source: Box<CheckError>,
+    },
     /// Moving the checked temporary over the destination failed; the destination is as it was.
     #[error("cannot move the new file into place: {source}")]
     Commit {
@@ -210,6 +219,10 @@ pub enum EditError {
     /// Reading the model failed.
     #[error(transparent)]
     Read(#[from] StreamError),
+    /// Opening the model to edit failed, or it does not parse (the read side's error; nothing
+    /// was written).
+    #[error(transparent)]
+    Open(StreamError),
 }
 
 /// How a written file differs from its plan.
@@ -398,10 +411,11 @@ impl Kind for EditError {
             EditError::PaddingTooLarge { .. } => "edit::in_place_padding_too_large",
             EditError::NotCanonical { .. } => "edit::in_place_not_canonical",
             EditError::Check(_) => "edit::check_failed",
+            EditError::InPlaceCheck { .. } => "edit::in_place_check_failed",
             EditError::Commit { .. } => "edit::commit",
             EditError::Write(e) => e.code(),
             EditError::InPlace(e) => e.code(),
-            EditError::Read(e) => e.code(),
+            EditError::Read(e) | EditError::Open(e) => e.code(),
         }
     }
 
@@ -443,12 +457,17 @@ impl Kind for EditError {
                 "the destination was not replaced; the disk or the file system may be failing \
                  (or another process changed the file): check it and edit again."
             }
+            EditError::InPlaceCheck { .. } => {
+                "the file was changed but does not read back as written (a failing disk or file \
+                 system, or a process that ignored the lock): run `sipllm validate FILE`; if it \
+                 fails, restore FILE from a copy."
+            }
             EditError::Commit { .. } => {
                 "the destination's directory must be writable; the destination was not changed."
             }
             EditError::Write(e) => e.help(),
             EditError::InPlace(e) => e.help(),
-            EditError::Read(e) => e.help(),
+            EditError::Read(e) | EditError::Open(e) => e.help(),
         }
     }
 }

@@ -21,7 +21,15 @@
 //!    puts them. The padding pair goes right after the last edited pair ([`place_padding`]),
 //!    so only the blocks between the first edit and the padding change; then the crash-safe
 //!    rewrite of [`crate::in_place`], under the caller's exclusive lock.
+//!
+//! # One call per edit
+//!
+//! A caller that does not need the steps apart calls [`edit_in_place`] or
+//! [`edit_out_of_place`]: each opens the model with the right lock (exclusive in place, shared
+//! out of place), refuses a pending header backup, plans, writes and checks, and returns a
+//! typed outcome or every error. [`EditOptions::plan_only`] stops after the plan.
 
+mod call;
 mod check;
 mod error;
 mod value;
@@ -39,6 +47,9 @@ use sipllm_gguf::{
 use sipllm_streaming::lock::ExclusiveLock;
 use sipllm_streaming::{GgufFile, ReadAt};
 
+pub use call::{
+    EditOptions, InPlace, Input, OutOfPlace, edit_in_place, edit_out_of_place, refuse_pending,
+};
 pub use check::{SAMPLE, check_in_place, check_tensors, check_written, source_reader};
 pub use error::{CheckError, EditError, EditErrors, NameDefect, TensorMismatch, type_label};
 pub use value::ValueSummary;
@@ -476,6 +487,26 @@ pub fn rewrite_in_place(
     src: &GgufFile,
     edits: Vec<Edit>,
 ) -> Result<Option<Rewritten>, EditErrors> {
+    let plan = plan_in_place(src, edits)?;
+    rewrite_planned(lock, src, plan).map_err(Into::into)
+}
+
+/// An in-place edit planned and fitted, not yet written.
+#[derive(Debug)]
+pub(crate) struct InPlacePlan {
+    /// What the edits do.
+    pub(crate) applied: Applied,
+    /// The new header, exactly the old one's length.
+    new_header: Vec<u8>,
+    /// Pairs after the edits.
+    keys: usize,
+    planned: Vec<Planned>,
+    padding: u64,
+}
+
+/// Plans `edits` on `src`'s header as a header of exactly the old length: every refusal of
+/// [`rewrite_in_place`] but the rewrite's own.
+pub(crate) fn plan_in_place(src: &GgufFile, edits: Vec<Edit>) -> Result<InPlacePlan, EditErrors> {
     let gguf = src.gguf();
     let data_offset = gguf.data_offset();
     if gguf.tensor_infos().is_empty() {
@@ -502,6 +533,26 @@ pub fn rewrite_in_place(
     }
     let planned = plan_tensors(&writer, gguf, &layout);
     let new_header = writer.header_bytes().map_err(invalid)?;
+    if gguf.bytes().len() < new_header.len() {
+        return Err(EditError::DoesNotFit {
+            missing: (new_header.len() as u64).saturating_sub(data_offset),
+            data_offset,
+        }
+        .into());
+    }
+    Ok(InPlacePlan { applied, new_header, keys: writer.kvs().len(), planned, padding })
+}
+
+/// Writes a [`plan_in_place`] plan over `src`'s header ([`rewrite_header_locked`], under
+/// `lock`). `Ok(None)`: the plan changes nothing, nothing was written.
+pub(crate) fn rewrite_planned(
+    lock: &ExclusiveLock<'_>,
+    src: &GgufFile,
+    plan: InPlacePlan,
+) -> Result<Option<Rewritten>, EditError> {
+    let gguf = src.gguf();
+    let data_offset = gguf.data_offset();
+    let new_header = plan.new_header;
     let old_header = gguf.bytes().get(..new_header.len()).ok_or(EditError::DoesNotFit {
         missing: (new_header.len() as u64).saturating_sub(data_offset),
         data_offset,
@@ -512,14 +563,14 @@ pub fn rewrite_in_place(
     }
     Ok(Some(Rewritten {
         report: Report {
-            applied,
+            applied: plan.applied,
             header: (data_offset, new_header.len() as u64),
-            keys: (gguf.kv_len(), writer.kvs().len()),
-            planned,
+            keys: (gguf.kv_len(), plan.keys),
+            planned: plan.planned,
         },
         header_hash: (new_header.len() as u64, xxhash_rust::xxh3::xxh3_64(&new_header)),
         rewritten: stats.rewritten,
-        padding,
+        padding: plan.padding,
     }))
 }
 
@@ -694,6 +745,36 @@ mod tests {
         assert!(errors.iter().all(|e| !e.help().is_empty()));
         assert_eq!(errors.0[0].to_string(), "the file has no metadata key \"no.such.key\"");
         assert_eq!(errors.0[5].to_string(), "the file has no metadata key \"also.missing\"");
+    }
+
+    /// An in-place rewrite that does not read back as written keeps what was written, for the
+    /// caller to show, and has its own code and help (the file was changed).
+    #[test]
+    fn a_failed_in_place_check_keeps_what_was_written() {
+        let written = Rewritten {
+            report: Report {
+                applied: Applied::default(),
+                header: (64, 64),
+                keys: (1, 1),
+                planned: Vec::new(),
+            },
+            header_hash: (64, 0),
+            rewritten: 4096,
+            padding: 0,
+        };
+        let e = EditError::InPlaceCheck {
+            written: Box::new(written),
+            source: Box::new(CheckError::Header),
+        };
+        assert_eq!(e.code(), "edit::in_place_check_failed");
+        assert!(e.help().contains("sipllm validate FILE"), "{}", e.help());
+        assert_eq!(
+            e.to_string(),
+            "the header was rewritten in place, but the file failed its check: its header \
+             differs from the one written"
+        );
+        let EditError::InPlaceCheck { written, .. } = e else { unreachable!() };
+        assert_eq!(written.rewritten, 4096);
     }
 
     #[test]

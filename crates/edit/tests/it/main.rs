@@ -1,6 +1,7 @@
 //! The write side's integration tests, built as one binary.
 
 mod convert;
+mod edit;
 mod in_place;
 mod safetensors;
 mod split;
