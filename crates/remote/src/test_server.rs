@@ -443,11 +443,7 @@ fn respond(
         // count must see them (counting after the write raced with the client's read).
         shared.body_bytes.fetch_add(k as u64, Ordering::SeqCst);
         let written = out.write_all(chunk).and_then(|()| {
-            if rng.is_some() || matches!(fault, Fault::SlowDrip(_)) {
-                out.flush()
-            } else {
-                Ok(())
-            }
+            if rng.is_some() || matches!(fault, Fault::SlowDrip(_)) { out.flush() } else { Ok(()) }
         });
         if let Err(e) = written {
             shared.body_bytes.fetch_sub(k as u64, Ordering::SeqCst);

@@ -26,7 +26,8 @@ use crate::support::{shared, temp_dir};
 const MIB: u64 = 1 << 20;
 
 /// Runs every job (`cwd`, arguments of `sipllm`) as its own child of one Python process and
-/// returns each one's exit code and peak RSS in bytes. A run that hangs is killed and
+/// returns each one's exit code and peak RSS in bytes. The jobs of one directory (one input)
+/// run in order, four directories at a time. A run that hangs is killed and
 /// reported with exit code `None` (a hang is a failure): hung means 120 s of CPU time used (a
 /// spin), or none used for 120 s (blocked), as `sipllm_testkit::command::wait_unless_hung`
 /// judges — CPU time from `/proc/PID/stat`, so a busy machine, which slows a run but does not
@@ -35,6 +36,7 @@ const MIB: u64 = 1 << 20;
 fn measure(jobs: &[(PathBuf, Vec<String>)]) -> Option<Vec<(Option<i32>, u64)>> {
     const DRIVER: &str = r#"
 import json, os, signal, subprocess, sys, time
+from concurrent.futures import ThreadPoolExecutor
 exe = sys.argv[1]
 HANG_CPU, HANG_IDLE = 120.0, 120.0
 def cpu(pid):
@@ -44,8 +46,7 @@ def cpu(pid):
         return (int(fields[11]) + int(fields[12])) / 100.0
     except (OSError, IndexError, ValueError):
         return None
-for line in sys.stdin:
-    cwd, args = json.loads(line)
+def run(cwd, args):
     p = subprocess.Popen([exe] + args, cwd=cwd, stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     used, progress = cpu(p.pid), time.monotonic()
@@ -64,7 +65,22 @@ for line in sys.stdin:
         time.sleep(0.002)
     p.returncode = 0  # reaped here; keep Popen from waiting again
     code = None if status is None or not os.WIFEXITED(status) else os.WEXITSTATUS(status)
-    print(json.dumps([code, ru.ru_maxrss * 1024]), flush=True)
+    return [code, ru.ru_maxrss * 1024]
+jobs = [json.loads(line) for line in sys.stdin]
+# One input's commands run in order (its in-place edit comes last); inputs run side by side:
+# most of the time is the writing commands' fsyncs, which wait on the disk, not the CPU.
+groups = {}
+for i, (cwd, _) in enumerate(jobs):
+    groups.setdefault(cwd, []).append(i)
+results = [None] * len(jobs)
+def run_group(indices):
+    for i in indices:
+        results[i] = run(*jobs[i])
+with ThreadPoolExecutor(max_workers=4) as pool:
+    for f in [pool.submit(run_group, g) for g in groups.values()]:
+        f.result()
+for r in results:
+    print(json.dumps(r))
 "#;
     let mut child = match Command::new("python3")
         .args(["-c", DRIVER, env!("CARGO_BIN_EXE_sipllm")])
