@@ -461,9 +461,9 @@ pub struct ModelHashes {
 pub struct ReadBackError {
     /// The tensor's name.
     pub tensor: String,
-    /// Why.
+    /// Why (boxed: the error stays small on the success path).
     #[source]
-    pub source: StreamError,
+    pub source: Box<StreamError>,
 }
 
 /// Reads every tensor of `source` in directory order through one bounded buffer, hashing
@@ -495,7 +495,7 @@ pub fn hash_model(
                     h.update(chunk);
                 }
             })
-            .map_err(|source| ReadBackError { tensor: t.name.clone(), source })?;
+            .map_err(|e| ReadBackError { tensor: t.name.clone(), source: Box::new(e) })?;
         let size = t.nbytes.unwrap_or(0);
         bytes_read = bytes_read.saturating_add(size);
         progress(size);
