@@ -24,7 +24,7 @@
 //! ```
 //! use sipllm_gguf::GgmlType;
 //! use sipllm_model::manifest::{HashKind, Manifest, check, hash_model};
-//! use sipllm_streaming::{MemSource, Model, OpenOptions, WeightSource};
+//! use sipllm_streaming::{MemSource, Model, OpenOptions};
 //! use sipllm_testkit::GgufBuilder;
 //!
 //! let bytes = GgufBuilder::new().tensor("w", GgmlType::F32, &[4]).build();
