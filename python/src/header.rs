@@ -10,7 +10,7 @@ use std::path::Path;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use sipllm_gguf::{Endian, Gguf, ParseOptions, Profile, ValueType, WarningKind};
+use sipllm_gguf::{Endian, Error, Gguf, ParseOptions, Profile, ValueType, WarningKind};
 use sipllm_streaming::HeaderBytes;
 use sipllm_streaming::{Backend, FileBacking, OpenOptions};
 
@@ -49,7 +49,8 @@ pub(crate) struct Header {
 /// Reads and parses the header of the GGUF file at `path`.
 ///
 /// `compat` selects gguf-py's acceptance: the strict profile, but reading what gguf-py 0.19
-/// reads ([`GGUF_PY_READS`]); otherwise `profile` ("strict", "llama-cpp", "lenient") applies.
+/// reads ([`GGUF_PY_READS`]), from one lenient parse; otherwise `profile` ("strict",
+/// "llama-cpp", "lenient") applies.
 #[pyfunction]
 #[pyo3(signature = (path, compat = true, profile = "strict"))]
 pub(crate) fn read_header(
@@ -58,36 +59,33 @@ pub(crate) fn read_header(
     compat: bool,
     profile: &str,
 ) -> PyResult<Header> {
-    let profile = if compat { Profile::Strict } else { crate::model::parse_profile(profile)? };
-    let strict = OpenOptions::default().with_parse(ParseOptions::new(profile));
-    // The file is opened once: the parse, the rare lenient re-parse and the lock all use this
-    // one open file (its header bytes are read again only for the re-parse).
+    // gguf-py's acceptance is the strict profile minus GGUF_PY_READS: one lenient parse gives
+    // it. The lenient profile is the strict one with every tolerable error recorded as a
+    // `Tolerated` warning instead of stopping the parse (crates/gguf/src/rules.rs,
+    // `Findings::tolerate`), so a file is strict-clean when the parse tolerated nothing, and
+    // compatible when everything it tolerated is in GGUF_PY_READS. The first tolerated error
+    // outside it is raised as an error (the one the strict parse stops at when nothing gguf-py
+    // reads comes before it). A fatal error is raised as every profile raises it.
+    let profile = if compat { Profile::Lenient } else { crate::model::parse_profile(profile)? };
+    let options = OpenOptions::default().with_parse(ParseOptions::new(profile));
+    // The file is opened once and parsed once: the parse and the lock use this one open file.
     let backing = py
         .detach(|| FileBacking::open(path, Backend::Pread))
         .map_err(|e| stream_error(py, &e, path))?;
-    let parse = |options: &OpenOptions| {
-        py.detach(|| sipllm_streaming::read_header(&backing, Some(Path::new(path)), options))
-            .map(|(gguf, _)| gguf)
-    };
-    let gguf = match parse(&strict) {
-        Ok(gguf) => gguf,
-        Err(e) if compat && e.parse_error().is_some_and(|p| GGUF_PY_READS.contains(&p.code())) => {
-            let lenient = strict.with_parse(ParseOptions::new(Profile::Lenient));
-            let gguf = parse(&lenient).map_err(|e| stream_error(py, &e, path))?;
-            // The lenient profile tolerates more than gguf-py reads (duplicate keys, a bad
-            // alignment, …): those stay errors, reported where the strict parse would.
-            let refused = gguf.warnings().iter().find(|w| {
-                matches!(w.kind(), WarningKind::Tolerated(_)) && !GGUF_PY_READS.contains(&w.code())
-            });
-            if let Some(w) = refused {
-                let mut diag = Diag::from_warning(w);
-                diag.severity = "error";
-                return Err(gguf_error(py, &diag, Some(path)));
+    let (gguf, _) = py
+        .detach(|| sipllm_streaming::read_header(&backing, Some(Path::new(path)), &options))
+        .map_err(|e| stream_error(py, &e, path))?;
+    if compat {
+        let refused = gguf.warnings().iter().find_map(|w| match w.kind() {
+            WarningKind::Tolerated(kind) if !GGUF_PY_READS.contains(&w.code()) => {
+                Some(Error::new(kind.clone(), w.offset(), w.len(), w.path().clone()))
             }
-            gguf
+            _ => None,
+        });
+        if let Some(e) = refused {
+            return Err(gguf_error(py, &Diag::from_error(&e), Some(path)));
         }
-        Err(e) => return Err(stream_error(py, &e, path)),
-    };
+    }
     Ok(Header { gguf, file_size: backing.len(), file: backing })
 }
 

@@ -84,6 +84,32 @@ def test_hostile_file_raises_a_typed_error(case: str, tmp_path: Path, gguf_py) -
         sipllm_gguf.open(path)
 
 
+def test_reader_refuses_what_gguf_py_refuses_after_what_it_reads(tmp_path: Path) -> None:
+    """The reader parses once (lenient) and takes gguf-py's acceptance from what the parse
+    tolerated: an empty key (gguf-py reads it) followed by a duplicate key (it does not) is
+    refused with the duplicate, raised as an error (its code, offset and path, the error's
+    message, not a tolerated warning's); the empty key alone is read."""
+    u32 = struct.pack("<I", 7)
+    bad = tmp_path / "empty-then-duplicate.gguf"
+    bad.write_bytes(Raw().kv("", 4, u32).kv("k", 4, u32).kv("k", 4, u32).bytes())
+    with pytest.raises(sipllm_gguf.GGUFError) as info:
+        sipllm_gguf.GGUFReader(bad)
+    err = info.value
+    assert err.code == "gguf::metadata::duplicate_key", str(err)
+    assert err.path.startswith("metadata[2]"), err.path
+    assert "tolerated" not in str(err), str(err)
+    # Where the lenient parse found it.
+    lenient = sipllm_gguf.validate(bad, profile="lenient")
+    dup = [f for f in lenient if f.code == "gguf::metadata::duplicate_key"]
+    assert [(f.offset, f.path) for f in dup] == [(err.offset, err.path)]
+
+    ok = tmp_path / "empty-key.gguf"
+    ok.write_bytes(Raw().kv("", 4, u32).kv("k", 4, u32).bytes())
+    reader = sipllm_gguf.GGUFReader(ok)
+    assert list(reader.fields)[3:] == ["", "k"]
+    assert reader.fields["k"].contents() == 7
+
+
 def test_missing_file_raises_file_not_found(tmp_path: Path) -> None:
     missing = tmp_path / "nope.gguf"
     for call in (sipllm_gguf.GGUFReader, sipllm_gguf.open, sipllm_gguf.validate):

@@ -17,4 +17,5 @@ pub mod fit;
 pub mod ftype;
 pub mod keys;
 pub mod load;
+pub mod manifest;
 pub mod template;

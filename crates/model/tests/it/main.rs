@@ -9,5 +9,6 @@ mod config;
 mod diff;
 mod fit;
 mod load;
+mod manifest;
 mod template;
 mod template_parity;
