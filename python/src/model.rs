@@ -227,7 +227,7 @@ impl Model {
     }
 
     /// The tensor whose stored name is `name` (a `str` by its UTF-8 bytes, or `bytes`).
-    fn tensor(&self, name: &Bound<'_, PyAny>) -> PyResult<&sipllm_streaming::TensorInfo> {
+    fn tensor(&self, name: &Bound<'_, PyAny>) -> PyResult<&sipllm_streaming::SourceTensor> {
         exact::name_bytes(name)
             .and_then(|n| self.names().index.get(&n).copied())
             .and_then(|i| self.inner.tensors().get(i))

@@ -21,7 +21,7 @@ use pyo3::types::{PyBytes, PyList, PyMemoryView, PySlice};
 use sipllm_gguf::GgmlType;
 use sipllm_quants::DequantError;
 use sipllm_streaming::{
-    StreamError, TensorError, TensorInfo, VALUES_CHUNK_BYTES, WeightSource, to_little_endian,
+    StreamError, TensorError, SourceTensor, VALUES_CHUNK_BYTES, WeightSource, to_little_endian,
 };
 
 use crate::errors::{Diag, gguf_error};
@@ -261,7 +261,7 @@ pub(crate) fn supported_types(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
 pub(crate) fn tensor_values(
     py: Python<'_>,
     source: &(dyn WeightSource + '_),
-    tensor: &TensorInfo,
+    tensor: &SourceTensor,
     range: Range<u64>,
     out: &Bound<'_, PyAny>,
     threads: usize,
@@ -310,7 +310,7 @@ pub(crate) fn tensor_values(
 fn whole_tensor(
     py: Python<'_>,
     source: &(dyn WeightSource + '_),
-    tensor: &TensorInfo,
+    tensor: &SourceTensor,
     out: &Bound<'_, PyAny>,
     threads: usize,
 ) -> Result<(), ValuesError> {

@@ -14,7 +14,7 @@
 //! largest first, then by name, so every tensor is aligned to its element size.
 //!
 //! **Shapes and names.** Each tensor has its row-major shape (the seam's
-//! [`TensorInfo::shape`], the shape `sipllm tensors` prints: GGUF's dims reversed) and, by
+//! [`SourceTensor::shape`], the shape `sipllm tensors` prints: GGUF's dims reversed) and, by
 //! default, its GGUF name; [`Names::Hf`] gives transformers' names instead ([`hf`]).
 //!
 //! **Values** ([`Dtype`]). `F32`: the values of
@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 
 use sipllm_format::Kind;
 use sipllm_gguf::GgmlType;
-use sipllm_streaming::{Meta, Model, StreamError, TensorInfo, WeightSource};
+use sipllm_streaming::{Meta, Model, SourceTensor, StreamError, WeightSource};
 
 use crate::error::WriteError;
 use crate::half::{bf16_bits, f16_bits};
@@ -309,7 +309,7 @@ pub(crate) enum Transform {
 #[derive(Debug)]
 struct Planned<'a> {
     name: String,
-    src: &'a TensorInfo,
+    src: &'a SourceTensor,
     dtype: StDtype,
     transform: Transform,
     /// Whether the stored bytes are the output's.

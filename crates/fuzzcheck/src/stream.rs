@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use sipllm_gguf::{ParseOptions, Profile};
 use sipllm_streaming::{
-    MemSource, Meta, Model, OpenOptions, StreamError, TensorInfo, WeightSource,
+    MemSource, Meta, Model, OpenOptions, SourceTensor, StreamError, WeightSource,
 };
 
 use crate::text::{assert_code, assert_safe_text};
@@ -24,7 +24,7 @@ fn windows(len: usize) -> [usize; 2] {
 /// What a tensor list says, for comparisons.
 type Facts = Vec<(String, sipllm_gguf::GgmlType, Vec<u64>, u64, Option<u64>)>;
 
-fn facts(tensors: &[TensorInfo]) -> Facts {
+fn facts(tensors: &[SourceTensor]) -> Facts {
     tensors
         .iter()
         .map(|t| (t.name.clone(), t.ggml_type, t.shape.to_vec(), t.abs_offset, t.nbytes))
@@ -103,8 +103,8 @@ fn gguf(target: &str, data: &[u8], opened: &Result<Model, StreamError>, opts: &O
             for t in g.tensors() {
                 let Some(name) = t.name.as_str() else { continue };
                 let Some(parsed) = g.tensor(name) else { continue };
-                let found = model.find(name).map(|f| f as *const TensorInfo);
-                let want = model.tensors().get(parsed.index).map(|f| f as *const TensorInfo);
+                let found = model.find(name).map(|f| f as *const SourceTensor);
+                let want = model.tensors().get(parsed.index).map(|f| f as *const SourceTensor);
                 assert_eq!(found, want, "{target}: find({name:?}) disagrees with the parser");
             }
             let source = model.as_weight_source();

@@ -53,7 +53,7 @@ use smallvec::SmallVec;
 use sipllm_streaming::Meta;
 use sipllm_streaming::Model;
 use sipllm_streaming::StreamError;
-use sipllm_streaming::{TensorInfo, WeightSource};
+use sipllm_streaming::{SourceTensor, WeightSource};
 
 /// What to compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,7 +221,7 @@ pub struct TensorSummary {
 }
 
 impl TensorSummary {
-    fn of(t: &TensorInfo) -> TensorSummary {
+    fn of(t: &SourceTensor) -> TensorSummary {
         TensorSummary {
             name: t.name.clone(),
             ggml_type: t.ggml_type,
@@ -545,8 +545,8 @@ fn text(x: MetaStr<'_>, y: MetaStr<'_>, max_text: usize) -> Option<Option<Detail
     Some(Some(Detail::Text { first_byte: at as u64 }))
 }
 
-fn diff_tensor_table(a: &[TensorInfo], b: &[TensorInfo]) -> Vec<TensorChange> {
-    let names = |list: &[TensorInfo]| -> HashMap<String, usize> {
+fn diff_tensor_table(a: &[SourceTensor], b: &[SourceTensor]) -> Vec<TensorChange> {
+    let names = |list: &[SourceTensor]| -> HashMap<String, usize> {
         list.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect()
     };
     let (na, nb) = (names(a), names(b));
@@ -607,19 +607,20 @@ fn diff_data(
     let in_a: HashMap<&str, usize> =
         a.tensors().iter().enumerate().map(|(i, t)| (t.name.as_str(), i)).collect();
     fn only<'t>(
-        list: &'t [TensorInfo],
+        list: &'t [SourceTensor],
         other: &HashMap<&str, usize>,
-    ) -> Vec<(usize, &'t TensorInfo)> {
+    ) -> Vec<(usize, &'t SourceTensor)> {
         list.iter()
             .enumerate()
             .filter(|(_, t)| t.nbytes.is_some() && !other.contains_key(t.name.as_str()))
             .collect()
     }
     let (only_a, only_b) = (only(a.tensors(), &in_b), only(b.tensors(), &in_a));
-    let alike = |t: &TensorInfo, u: &TensorInfo| t.ggml_type == u.ggml_type && t.shape == u.shape;
-    let cand_a: Vec<(usize, &TensorInfo)> =
+    let alike =
+        |t: &SourceTensor, u: &SourceTensor| t.ggml_type == u.ggml_type && t.shape == u.shape;
+    let cand_a: Vec<(usize, &SourceTensor)> =
         only_a.iter().copied().filter(|(_, t)| only_b.iter().any(|(_, u)| alike(t, u))).collect();
-    let cand_b: Vec<(usize, &TensorInfo)> =
+    let cand_b: Vec<(usize, &SourceTensor)> =
         only_b.iter().copied().filter(|(_, u)| cand_a.iter().any(|(_, t)| alike(t, u))).collect();
     let wanted_a: Vec<usize> =
         pairs.iter().map(|p| p.0).chain(cand_a.iter().map(|c| c.0)).collect();

@@ -16,7 +16,7 @@ use std::fmt;
 
 use sipllm_format::{Finding, Kind, Path, PathSeg};
 use sipllm_gguf::{MetaValue, ValueType};
-use sipllm_streaming::{Model, TensorInfo};
+use sipllm_streaming::{Model, SourceTensor};
 
 use crate::arch::expr::{Hparams, KeyLookup};
 use crate::arch::{self, KeySpec, KeyType};
@@ -533,7 +533,7 @@ pub fn check(model: &Model) -> LoadReport {
     report
 }
 
-fn check_into(out: &mut Out<'_>, tensors: &[TensorInfo], report: &mut LoadReport) {
+fn check_into(out: &mut Out<'_>, tensors: &[SourceTensor], report: &mut LoadReport) {
     // llm_arch_from_string(ml.get_arch_name()): get_key(general.architecture) is a string.
     let arch = match out.gguf.get("general.architecture") {
         Some(MetaValue::String(s)) => String::from_utf8_lossy(s.as_bytes()).into_owned(),
@@ -802,19 +802,19 @@ fn check_tensors(
     out: &mut Out<'_>,
     table: &arch::ArchTable,
     hp: &Hparams<'_>,
-    tensors: &[TensorInfo],
+    tensors: &[SourceTensor],
     n_layer: u64,
 ) {
     use std::collections::{HashMap, HashSet};
-    let by_name: HashMap<&str, &TensorInfo> =
+    let by_name: HashMap<&str, &SourceTensor> =
         tensors.iter().map(|t| (t.name.as_str(), t)).collect();
-    let ne = |t: &TensorInfo| -> Vec<u64> { t.shape.iter().rev().copied().collect() };
+    let ne = |t: &SourceTensor| -> Vec<u64> { t.shape.iter().rev().copied().collect() };
     let mut created: HashSet<&str> = HashSet::new();
     let n_layer = n_layer.min(LLAMA_MAX_LAYERS) as u32;
 
     // None when one of the calls creating the name gives the tensor's shape, else the first
     // call's expected shape (-1 where unknown).
-    let shape_ok = |specs: &[(&arch::TensorSpec, u32)], t: &TensorInfo| -> Option<Vec<i64>> {
+    let shape_ok = |specs: &[(&arch::TensorSpec, u32)], t: &SourceTensor| -> Option<Vec<i64>> {
         let found = ne(t);
         let mut expected_first = None;
         for (spec, il) in specs {

@@ -470,7 +470,7 @@ pub struct ReadBackError {
 /// each with every per-tensor kind of `kinds` and the whole model with every kind.
 ///
 /// `names` spells each tensor's name as the manifest will (one per tensor in directory
-/// order); a tensor past its end is named by [`TensorInfo::name`](sipllm_streaming::TensorInfo).
+/// order); a tensor past its end is named by [`SourceTensor::name`](sipllm_streaming::SourceTensor).
 /// `progress` is called with each tensor's byte count once it is read.
 pub fn hash_model(
     source: &dyn WeightSource,

@@ -12,7 +12,7 @@ use crate::header_bytes::HeaderBytes;
 use crate::header_file::{self, Container, HeaderFile};
 use crate::meta::Meta;
 use crate::options::OpenOptions;
-use crate::source::TensorInfo;
+use crate::source::SourceTensor;
 use crate::window::HeaderStats;
 
 /// A GGUF file opened as a [`WeightSource`](crate::WeightSource): header and directory parsed,
@@ -51,9 +51,9 @@ impl Container for Gguf<HeaderBytes> {
         Ok((Gguf::from_parts(buf, dir)?, data_offset))
     }
 
-    fn tensor_infos(&self) -> Vec<TensorInfo> {
+    fn tensor_infos(&self) -> Vec<SourceTensor> {
         self.tensors()
-            .map(|t| TensorInfo {
+            .map(|t| SourceTensor {
                 name: t.name.to_string_lossy().into_owned(),
                 ggml_type: t.info.ggml_type(),
                 shape: t.info.shape(),

@@ -20,7 +20,7 @@ use crate::file::FileBacking;
 use crate::header_bytes::HeaderBytes;
 use crate::meta::Meta;
 use crate::options::OpenOptions;
-use crate::source::{TensorInfo, WeightSource};
+use crate::source::{SourceTensor, WeightSource};
 use crate::store::TensorStore;
 use crate::window::{self, HeaderStats};
 
@@ -55,7 +55,7 @@ pub trait Container: sealed::Sealed + std::fmt::Debug + Send + Sync + Sized {
 
     /// The tensor directory as the seam sees it (shapes row-major, offsets absolute).
     #[doc(hidden)]
-    fn tensor_infos(&self) -> Vec<TensorInfo>;
+    fn tensor_infos(&self) -> Vec<SourceTensor>;
 
     /// One metadata value by key, as the seam sees it.
     #[doc(hidden)]
@@ -182,15 +182,15 @@ impl<C: Container> HeaderFile<C> {
 }
 
 impl<C: Container> WeightSource for HeaderFile<C> {
-    fn tensors(&self) -> &[TensorInfo] {
+    fn tensors(&self) -> &[SourceTensor] {
         self.store.tensors()
     }
 
-    fn find(&self, name: &str) -> Option<&TensorInfo> {
+    fn find(&self, name: &str) -> Option<&SourceTensor> {
         self.store.find(name)
     }
 
-    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<usize, StreamError> {
+    fn read_raw(&self, tensor: &SourceTensor, dst: &mut [u8]) -> Result<usize, StreamError> {
         self.store.read_raw(tensor, dst)
     }
 
@@ -206,7 +206,7 @@ impl<C: Container> WeightSource for HeaderFile<C> {
         self.ast.metadata()
     }
 
-    fn prefetch(&self, tensor: &TensorInfo) -> Result<(), StreamError> {
+    fn prefetch(&self, tensor: &SourceTensor) -> Result<(), StreamError> {
         self.store.prefetch(tensor)
     }
 

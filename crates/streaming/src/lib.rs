@@ -2,7 +2,7 @@
 //! the tensor bytes asked for into buffers the caller owns.
 //!
 //! * [`WeightSource`] is what the engine and every other consumer program against: tensors
-//!   ([`TensorInfo`], shapes row-major), bounds-checked raw reads, collapsed lazy metadata
+//!   ([`SourceTensor`], shapes row-major), bounds-checked raw reads, collapsed lazy metadata
 //!   ([`Meta`]), readahead hints. A GGUF file and a `.llmw` file look the same through it.
 //! * [`open_model`] opens a file of either format as a `Box<dyn WeightSource>`, choosing the
 //!   format from the first 4 bytes (never the name); [`Model`] is the same with the format's
@@ -145,7 +145,7 @@ pub use sipllm_gguf::value::MetaStr;
 /// What [`WeightSource::read_f32`] returns: an owned `[f32]` (sipllm-quants').
 pub use sipllm_quants::Values;
 pub use source::values::{VALUES_CHUNK_BYTES, to_little_endian};
-pub use source::{TensorInfo, WeightSource};
+pub use source::{SourceTensor, WeightSource};
 pub use split::SplitFile;
 pub use store::TensorStore;
 pub use window::{DEFAULT_WINDOW, HeaderStats};

@@ -12,7 +12,7 @@ use crate::header_bytes::HeaderBytes;
 use crate::header_file::{self, Container, HeaderFile};
 use crate::meta::Meta;
 use crate::options::OpenOptions;
-use crate::source::TensorInfo;
+use crate::source::SourceTensor;
 use crate::window::HeaderStats;
 
 /// A `.llmw` file opened as a [`WeightSource`](crate::WeightSource): the sibling of
@@ -53,9 +53,9 @@ impl Container for Llmw<HeaderBytes> {
         Ok((Llmw::from_parts(buf, dir)?, data_start))
     }
 
-    fn tensor_infos(&self) -> Vec<TensorInfo> {
+    fn tensor_infos(&self) -> Vec<SourceTensor> {
         self.tensors()
-            .map(|t| TensorInfo {
+            .map(|t| SourceTensor {
                 name: t.name.to_owned(),
                 ggml_type: t.info.dtype(),
                 shape: t.info.dims().iter().copied().collect(),

@@ -22,7 +22,7 @@ use crate::gguf_file::GgufFile;
 use crate::llmw_file::LlmwFile;
 use crate::meta::Meta;
 use crate::options::OpenOptions;
-use crate::source::{TensorInfo, WeightSource};
+use crate::source::{SourceTensor, WeightSource};
 use crate::split::SplitFile;
 #[cfg(feature = "file")]
 use crate::split::SplitKeys;
@@ -323,15 +323,15 @@ impl From<SplitFile> for Model {
 }
 
 impl WeightSource for Model {
-    fn tensors(&self) -> &[TensorInfo] {
+    fn tensors(&self) -> &[SourceTensor] {
         self.as_weight_source().tensors()
     }
 
-    fn find(&self, name: &str) -> Option<&TensorInfo> {
+    fn find(&self, name: &str) -> Option<&SourceTensor> {
         self.as_weight_source().find(name)
     }
 
-    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<usize, StreamError> {
+    fn read_raw(&self, tensor: &SourceTensor, dst: &mut [u8]) -> Result<usize, StreamError> {
         self.as_weight_source().read_raw(tensor, dst)
     }
 
@@ -347,7 +347,7 @@ impl WeightSource for Model {
         self.as_weight_source().metadata()
     }
 
-    fn prefetch(&self, tensor: &TensorInfo) -> Result<(), StreamError> {
+    fn prefetch(&self, tensor: &SourceTensor) -> Result<(), StreamError> {
         self.as_weight_source().prefetch(tensor)
     }
 

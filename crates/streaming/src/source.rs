@@ -1,4 +1,4 @@
-//! The seam: [`WeightSource`] and the format-neutral [`TensorInfo`].
+//! The seam: [`WeightSource`] and the format-neutral [`SourceTensor`].
 
 use sipllm_gguf::GgmlType;
 use smallvec::SmallVec;
@@ -12,11 +12,11 @@ use crate::meta::{self, FloatList, IntList, Meta, MetaKind, StrList};
 pub(crate) mod values;
 
 /// One tensor as the seam describes it, whatever the file format: the record every
-/// [`WeightSource`] hands out. Each parser has its own record of the same name, with spans
-/// into its header (`sipllm_gguf::TensorInfo`, `sipllm_llmw::TensorInfo`); this one is owned
-/// and format-neutral, built from theirs at open.
+/// [`WeightSource`] hands out. Each parser has its own on-disk record, with spans into its
+/// header (`sipllm_gguf::TensorInfo`, `sipllm_llmw::TensorInfo`, the format's own word); this
+/// one is the source's — owned and format-neutral, built from theirs at open — hence its name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct TensorInfo {
+pub struct SourceTensor {
     /// The tensor's name (GGUF names that are not UTF-8, which only the lenient profile
     /// admits, are converted lossily).
     pub name: String,
@@ -33,7 +33,7 @@ pub struct TensorInfo {
     pub nbytes: Option<u64>,
 }
 
-impl TensorInfo {
+impl SourceTensor {
     /// Number of elements (product of the shape; 1 for a scalar), `None` on overflow.
     pub fn element_count(&self) -> Option<u64> {
         self.shape.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))
@@ -72,16 +72,16 @@ impl TensorInfo {
 /// `&self`, and reads are positional.
 pub trait WeightSource: Send + Sync {
     /// Every tensor, in directory order.
-    fn tensors(&self) -> &[TensorInfo];
+    fn tensors(&self) -> &[SourceTensor];
 
     /// The tensor with this name.
-    fn find(&self, name: &str) -> Option<&TensorInfo>;
+    fn find(&self, name: &str) -> Option<&SourceTensor>;
 
     /// Reads the whole of `tensor` (one of this source's [`tensors`](Self::tensors)) into the
     /// start of `dst` and returns its byte size: `dst` may be longer than the tensor (a buffer
     /// reused for tensors of several sizes; the rest is left as it was), not shorter
     /// ([`TensorError::SizeMismatch`]).
-    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<usize, StreamError>;
+    fn read_raw(&self, tensor: &SourceTensor, dst: &mut [u8]) -> Result<usize, StreamError>;
 
     /// Reads `dst.len()` bytes at absolute offset `abs_offset` (any range inside the file,
     /// e.g. a few rows of a tensor).
@@ -94,7 +94,7 @@ pub trait WeightSource: Send + Sync {
     fn metadata(&self) -> Box<dyn Iterator<Item = (MetaStr<'_>, Meta<'_>)> + '_>;
 
     /// A hint that `tensor` will be read soon (readahead); errors may be ignored.
-    fn prefetch(&self, tensor: &TensorInfo) -> Result<(), StreamError>;
+    fn prefetch(&self, tensor: &SourceTensor) -> Result<(), StreamError>;
 
     /// A hint that `len` bytes at absolute offset `abs_offset` (clamped to the file) will be
     /// read soon, in order: `readahead` for a file, one request for exactly the range (up to
@@ -112,7 +112,7 @@ pub trait WeightSource: Send + Sync {
     /// announced with [`prefetch_range`](Self::prefetch_range), so that over HTTP the calls
     /// continue one request (per 64 MiB) and fetch nothing past the range. Nothing for a type
     /// without values or a range past the tensor.
-    fn prefetch_values(&self, tensor: &TensorInfo, range: std::ops::Range<u64>) {
+    fn prefetch_values(&self, tensor: &SourceTensor, range: std::ops::Range<u64>) {
         values::prefetch_values(self, tensor, range);
     }
 
@@ -136,7 +136,7 @@ pub trait WeightSource: Send + Sync {
     /// ([`prefetch_range`](Self::prefetch_range)). Types without values (integers, unknown
     /// codes) are [`TensorError::Dequant`]; values that cannot be allocated are
     /// [`StreamError::TooLarge`].
-    fn read_f32(&self, tensor: &TensorInfo) -> Result<crate::Values, StreamError> {
+    fn read_f32(&self, tensor: &SourceTensor) -> Result<crate::Values, StreamError> {
         values::read_f32(self, tensor)
     }
 
@@ -149,7 +149,7 @@ pub trait WeightSource: Send + Sync {
     /// continue that one request.
     fn read_f32_at(
         &self,
-        tensor: &TensorInfo,
+        tensor: &SourceTensor,
         range: std::ops::Range<u64>,
         dst: &mut [f32],
     ) -> Result<(), StreamError> {
@@ -175,7 +175,7 @@ pub trait WeightSource: Send + Sync {
     /// `buf` whatever the tensor's size (hashing, copying to a pipe).
     fn read_chunked(
         &self,
-        tensor: &TensorInfo,
+        tensor: &SourceTensor,
         buf: &mut [u8],
         each: &mut dyn FnMut(&[u8]),
     ) -> Result<u64, StreamError> {

@@ -1,7 +1,7 @@
 //! [`TensorStore`]: the format-neutral half of a weight source.
 //!
 //! A source format (GGUF, `.llmw`, …) parses its own header and hands the store a
-//! [`ReadAt`] and the list of [`TensorInfo`]s. The store checks once that every tensor lies in
+//! [`ReadAt`] and the list of [`SourceTensor`]s. The store checks once that every tensor lies in
 //! the file, indexes the names, and from then on does every tensor read: located, size- and
 //! bounds-checked, with the optional readahead of the next tensors in file order.
 
@@ -13,7 +13,7 @@ use sipllm_format::NameIndex;
 
 use crate::backing::{ReadAt, clamp_range};
 use crate::error::{StreamError, TensorError};
-use crate::source::TensorInfo;
+use crate::source::SourceTensor;
 
 /// Owns a byte source and its tensor list; does the bounds-checked reads every
 /// [`WeightSource`](crate::WeightSource) implementation shares.
@@ -21,7 +21,7 @@ pub struct TensorStore {
     source: Box<dyn ReadAt>,
     path: Option<PathBuf>,
     file_size: u64,
-    tensors: Vec<TensorInfo>,
+    tensors: Vec<SourceTensor>,
     names: NameIndex,
     /// Tensor indices sorted by `(abs_offset, index)`: file order.
     by_offset: Vec<u32>,
@@ -52,7 +52,7 @@ impl TensorStore {
     pub fn new(
         source: Box<dyn ReadAt>,
         path: Option<PathBuf>,
-        tensors: Vec<TensorInfo>,
+        tensors: Vec<SourceTensor>,
         readahead: usize,
     ) -> Result<TensorStore, StreamError> {
         let file_size = source.len();
@@ -92,12 +92,12 @@ impl TensorStore {
     }
 
     /// Every tensor, in the order given at construction.
-    pub fn tensors(&self) -> &[TensorInfo] {
+    pub fn tensors(&self) -> &[SourceTensor] {
         &self.tensors
     }
 
     /// The tensor with this name (the last, if a lenient file repeats a name).
-    pub fn find(&self, name: &str) -> Option<&TensorInfo> {
+    pub fn find(&self, name: &str) -> Option<&SourceTensor> {
         let i = self.names.find(name.as_bytes(), |j| name_of(&self.tensors, j))?;
         self.tensors.get(i as usize)
     }
@@ -125,7 +125,7 @@ impl TensorStore {
     /// Reads all of `tensor` into the start of `dst`, which may be longer, and returns its
     /// byte size (see [`WeightSource::read_raw`](crate::WeightSource::read_raw)). With
     /// readahead enabled, the next tensors in file order are prefetched before the copy starts.
-    pub fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<usize, StreamError> {
+    pub fn read_raw(&self, tensor: &SourceTensor, dst: &mut [u8]) -> Result<usize, StreamError> {
         let pos = self.position(tensor)?;
         let expected = tensor.byte_size()?;
         let prefix = usize::try_from(expected).ok().and_then(|n| dst.get_mut(..n));
@@ -164,7 +164,7 @@ impl TensorStore {
     }
 
     /// Advises the source that `tensor` will be read soon.
-    pub fn prefetch(&self, tensor: &TensorInfo) -> Result<(), StreamError> {
+    pub fn prefetch(&self, tensor: &SourceTensor) -> Result<(), StreamError> {
         let len = tensor.byte_size()?;
         self.prefetch_range(tensor.abs_offset, len)
     }
@@ -182,7 +182,7 @@ impl TensorStore {
     }
 
     /// Where `tensor` is in file order, after checking that it is one of this store's.
-    fn position(&self, tensor: &TensorInfo) -> Result<usize, StreamError> {
+    fn position(&self, tensor: &SourceTensor) -> Result<usize, StreamError> {
         let start = self.by_offset.partition_point(|&i| self.offset_of(i) < tensor.abs_offset);
         let equal = self.by_offset.get(start..).unwrap_or_default();
         equal
@@ -230,10 +230,10 @@ impl TensorStore {
     }
 }
 
-fn name_of(tensors: &[TensorInfo], i: u32) -> &[u8] {
+fn name_of(tensors: &[SourceTensor], i: u32) -> &[u8] {
     tensors.get(i as usize).map_or(&[], |t| t.name.as_bytes())
 }
 
-fn fits(t: &TensorInfo, file_size: u64) -> bool {
+fn fits(t: &SourceTensor, file_size: u64) -> bool {
     t.end().is_some_and(|end| end <= file_size)
 }

@@ -6,7 +6,7 @@ use std::io::{self, BufWriter, Write};
 use std::ops::Range;
 use std::path::Path;
 
-use sipllm_streaming::{StreamError, TensorInfo, WeightSource};
+use sipllm_streaming::{SourceTensor, StreamError, WeightSource};
 
 use crate::cli::{ReadArgs, TensorsArgs, ValueFormat, ValueType};
 use crate::commands::range::parse_range;
@@ -26,7 +26,7 @@ pub fn read(
     args: &ReadArgs,
     as_type: ValueType,
     source: &dyn WeightSource,
-    tensor: &TensorInfo,
+    tensor: &SourceTensor,
     ctx: &Ctx,
 ) -> io::Result<Exit> {
     let ValueType::F32 = as_type;
@@ -118,7 +118,7 @@ enum ChunkError {
 /// Calls `f` on consecutive chunks of the values in `range` (whole blocks where possible).
 fn for_each_chunk(
     source: &dyn WeightSource,
-    tensor: &TensorInfo,
+    tensor: &SourceTensor,
     range: Range<u64>,
     mut f: impl FnMut(&[f32]) -> io::Result<()>,
 ) -> Result<(), ChunkError> {
@@ -215,7 +215,7 @@ impl Stats {
 /// One tensor's line of `tensors --stats` (and its `--json` record).
 struct StatRow<'a> {
     index: usize,
-    tensor: &'a TensorInfo,
+    tensor: &'a SourceTensor,
     /// `None`: a type whose values are not decoded.
     stats: Option<Stats>,
 }
@@ -230,7 +230,7 @@ pub fn stats(
     let Some(source) = opened.source() else {
         return Ok(usage_error("the file's tensor data cannot be read"));
     };
-    let tensors: Vec<(usize, &TensorInfo)> = source
+    let tensors: Vec<(usize, &SourceTensor)> = source
         .tensors()
         .iter()
         .enumerate()

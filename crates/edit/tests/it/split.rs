@@ -256,7 +256,7 @@ fn read_raw_at_reads_the_concatenation_of_the_shards() {
     let e = set.read_raw_at(concat.len() as u64 - 2, &mut [0u8; 3]).unwrap_err();
     assert_eq!(e.code(), "stream::read::out_of_bounds");
     assert_eq!(set.locate(concat.len() as u64), None);
-    // A TensorInfo from another source is refused.
+    // A SourceTensor from another source is refused.
     let orig = GgufFile::open(&original, &opts()).unwrap();
     let foreign = &orig.tensors()[0];
     let e = set.read_raw(foreign, &mut vec![0u8; foreign.byte_len().unwrap()]).unwrap_err();

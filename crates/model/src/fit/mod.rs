@@ -849,7 +849,7 @@ fn resolve(config: &ModelConfig, hp: &Hparams, p: &FitParams) -> Result<Resolved
 
 /// The weights of a [`WeightSource`](sipllm_streaming::WeightSource)'s tensors (a tensor of
 /// unknown size counts 0).
-pub fn weights_of(tensors: &[sipllm_streaming::TensorInfo]) -> Vec<Weight<'_>> {
+pub fn weights_of(tensors: &[sipllm_streaming::SourceTensor]) -> Vec<Weight<'_>> {
     tensors.iter().map(|t| Weight { name: &t.name, nbytes: t.nbytes.unwrap_or(0) }).collect()
 }
 

@@ -22,7 +22,7 @@ pub enum TensorError {
         /// The buffer's length.
         got: u64,
     },
-    /// A tensor read named a [`TensorInfo`](crate::TensorInfo) this source does not list.
+    /// A tensor read named a [`SourceTensor`](crate::SourceTensor) this source does not list.
     #[error("tensor {tensor:?} (at offset {offset}) is not a tensor of this source")]
     NotInSource {
         /// The name in the given info.
@@ -96,7 +96,7 @@ impl Kind for TensorError {
                 (case-sensitive, no pattern)."
             }
             TensorError::NotInSource { .. } => {
-                "pass a TensorInfo obtained from this source's \
+                "pass a SourceTensor obtained from this source's \
                 `tensors()` or `find()`, not one from another file."
             }
             TensorError::UnknownSize { .. } => {

@@ -7,7 +7,7 @@ use std::ops::Range;
 use sipllm_gguf::{Endian, GgmlType};
 use sipllm_quants::{DequantError, Values};
 
-use super::{TensorInfo, WeightSource};
+use super::{SourceTensor, WeightSource};
 use crate::error::{StreamError, TensorError};
 
 /// The most raw bytes a values read holds at once (a whole number of blocks at most this
@@ -17,12 +17,12 @@ use crate::error::{StreamError, TensorError};
 /// threads.
 pub const VALUES_CHUNK_BYTES: usize = 16 << 20;
 
-fn dequant(tensor: &TensorInfo, source: DequantError) -> StreamError {
+fn dequant(tensor: &SourceTensor, source: DequantError) -> StreamError {
     StreamError::Tensor(TensorError::Dequant { tensor: tensor.name.clone(), source })
 }
 
 /// `(elements, bytes)` per block of the tensor's type, or why it has no values.
-fn layout(tensor: &TensorInfo) -> Result<(u64, u64), StreamError> {
+fn layout(tensor: &SourceTensor) -> Result<(u64, u64), StreamError> {
     let ty = tensor.ggml_type;
     let (n, b) = sipllm_quants::block_layout(ty)
         .ok_or_else(|| dequant(tensor, DequantError::UnsupportedType { ty }))?;
@@ -52,7 +52,7 @@ pub fn to_little_endian(endian: Endian, ty: GgmlType, bytes: &mut [u8]) {
 
 pub(crate) fn read_f32<S: WeightSource + ?Sized>(
     src: &S,
-    tensor: &TensorInfo,
+    tensor: &SourceTensor,
 ) -> Result<Values, StreamError> {
     layout(tensor)?;
     let count = element_count(tensor)?;
@@ -68,7 +68,7 @@ pub(crate) fn read_f32<S: WeightSource + ?Sized>(
     Ok(out)
 }
 
-fn element_count(tensor: &TensorInfo) -> Result<u64, StreamError> {
+fn element_count(tensor: &SourceTensor) -> Result<u64, StreamError> {
     tensor.element_count().ok_or_else(|| StreamError::TooLarge {
         what: format!("the values of tensor {:?}", tensor.name),
         bytes: u64::MAX,
@@ -81,7 +81,7 @@ fn element_count(tensor: &TensorInfo) -> Result<u64, StreamError> {
 /// check made every tensor.
 pub(crate) fn prefetch_values<S: WeightSource + ?Sized>(
     src: &S,
-    tensor: &TensorInfo,
+    tensor: &SourceTensor,
     range: Range<u64>,
 ) {
     let Ok((bn, bb)) = layout(tensor) else { return };
@@ -98,7 +98,7 @@ pub(crate) fn prefetch_values<S: WeightSource + ?Sized>(
 
 pub(crate) fn read_f32_at<S: WeightSource + ?Sized>(
     src: &S,
-    tensor: &TensorInfo,
+    tensor: &SourceTensor,
     range: Range<u64>,
     dst: &mut [f32],
 ) -> Result<(), StreamError> {
@@ -117,7 +117,7 @@ pub(crate) fn read_f32_at<S: WeightSource + ?Sized>(
         return Err(bad());
     }
     // The stored size must be the element count's whole blocks, or the values are not the
-    // bytes' (a directory the parser accepted always agrees; a hand-built TensorInfo may not).
+    // bytes' (a directory the parser accepted always agrees; a hand-built SourceTensor may not).
     let nbytes = tensor.byte_size()?;
     if count % bn != 0 || (count / bn).checked_mul(bb) != Some(nbytes) {
         return Err(dequant(

@@ -12,7 +12,7 @@ use crate::gguf_file::GgufFile;
 use crate::meta::Meta;
 #[cfg(feature = "file")]
 use crate::options::OpenOptions;
-use crate::source::{TensorInfo, WeightSource};
+use crate::source::{SourceTensor, WeightSource};
 #[cfg(feature = "file")]
 use crate::split::name::ShardName;
 use crate::split::{KEY_COUNT, KEY_NO, KEY_TENSORS_COUNT, SplitKeys};
@@ -27,7 +27,7 @@ use crate::window::HeaderStats;
 /// ([`shard_base`](Self::shard_base)), and [`file_size`](WeightSource::file_size) is the sum
 /// of the shards' sizes. So
 ///
-/// * [`TensorInfo::abs_offset`] is virtual — the shard's base plus the tensor's absolute
+/// * [`SourceTensor::abs_offset`] is virtual — the shard's base plus the tensor's absolute
 ///   offset in its shard file — and unique across the set, and
 ///   [`read_raw_at`](WeightSource::read_raw_at)`(t.abs_offset + k, …)` reads a part of `t` as
 ///   it does for a single file;
@@ -64,7 +64,7 @@ use crate::window::HeaderStats;
 #[derive(Debug)]
 pub struct SplitFile {
     shards: Vec<Shard>,
-    tensors: Vec<TensorInfo>,
+    tensors: Vec<SourceTensor>,
     /// Per tensor of `tensors`: (shard, index in the shard's `tensors()`).
     locs: Vec<(u32, u32)>,
     names: NameIndex,
@@ -325,7 +325,7 @@ impl SplitFile {
         if u32::try_from(total).is_err() || u32::try_from(shards.len()).is_err() {
             return Err(StreamError::TooLarge { what: "tensor list".into(), bytes: total as u64 });
         }
-        let mut tensors: Vec<TensorInfo> = Vec::with_capacity(total);
+        let mut tensors: Vec<SourceTensor> = Vec::with_capacity(total);
         let mut locs: Vec<(u32, u32)> = Vec::with_capacity(total);
         let mut names = NameIndex::new();
         let mut base = 0u64;
@@ -353,7 +353,7 @@ impl SplitFile {
                 names.insert(t.name.as_bytes(), index, |k| {
                     tensors.get(k as usize).map_or(&[][..], |t| t.name.as_bytes())
                 });
-                tensors.push(TensorInfo { abs_offset, ..t.clone() });
+                tensors.push(SourceTensor { abs_offset, ..t.clone() });
                 locs.push((s as u32, j as u32));
             }
             let size = shard.file.file_size();
@@ -424,7 +424,7 @@ impl SplitFile {
 
     /// The shard holding `tensor` (one of this set's [`tensors`](WeightSource::tensors)) and
     /// the shard's own description of it (offsets in the shard file).
-    pub fn shard_tensor(&self, tensor: &TensorInfo) -> Option<(usize, &TensorInfo)> {
+    pub fn shard_tensor(&self, tensor: &SourceTensor) -> Option<(usize, &SourceTensor)> {
         let i = self.names.find(tensor.name.as_bytes(), |k| name_of(&self.tensors, k))? as usize;
         if self.tensors.get(i) != Some(tensor) {
             return None;
@@ -447,7 +447,7 @@ impl SplitFile {
         stats
     }
 
-    fn not_in_source(tensor: &TensorInfo) -> StreamError {
+    fn not_in_source(tensor: &SourceTensor) -> StreamError {
         StreamError::Tensor(TensorError::NotInSource {
             tensor: tensor.name.clone(),
             offset: tensor.abs_offset,
@@ -456,16 +456,16 @@ impl SplitFile {
 }
 
 impl WeightSource for SplitFile {
-    fn tensors(&self) -> &[TensorInfo] {
+    fn tensors(&self) -> &[SourceTensor] {
         &self.tensors
     }
 
-    fn find(&self, name: &str) -> Option<&TensorInfo> {
+    fn find(&self, name: &str) -> Option<&SourceTensor> {
         let i = self.names.find(name.as_bytes(), |k| name_of(&self.tensors, k))?;
         self.tensors.get(i as usize)
     }
 
-    fn read_raw(&self, tensor: &TensorInfo, dst: &mut [u8]) -> Result<usize, StreamError> {
+    fn read_raw(&self, tensor: &SourceTensor, dst: &mut [u8]) -> Result<usize, StreamError> {
         let (s, local) = self.shard_tensor(tensor).ok_or_else(|| Self::not_in_source(tensor))?;
         let shard = self.shards.get(s).ok_or_else(|| Self::not_in_source(tensor))?;
         shard.file.read_raw(local, dst)
@@ -517,7 +517,7 @@ impl WeightSource for SplitFile {
         self.first().metadata()
     }
 
-    fn prefetch(&self, tensor: &TensorInfo) -> Result<(), StreamError> {
+    fn prefetch(&self, tensor: &SourceTensor) -> Result<(), StreamError> {
         let (s, local) = self.shard_tensor(tensor).ok_or_else(|| Self::not_in_source(tensor))?;
         let shard = self.shards.get(s).ok_or_else(|| Self::not_in_source(tensor))?;
         shard.file.prefetch(local)
@@ -612,6 +612,6 @@ fn too_large(base: u64) -> StreamError {
     StreamError::TooLarge { what: "split set address space".into(), bytes: base }
 }
 
-fn name_of(tensors: &[TensorInfo], i: u32) -> &[u8] {
+fn name_of(tensors: &[SourceTensor], i: u32) -> &[u8] {
     tensors.get(i as usize).map_or(&[], |t| t.name.as_bytes())
 }

@@ -3,8 +3,8 @@
 
 use sipllm_gguf::{GgmlType, Profile, ValueType};
 use sipllm_streaming::{
-    FloatList, GgufFile, IntList, MemSource, Meta, MetaKind, MetaStr, OpenOptions, StrList,
-    StreamError, TensorInfo, TensorStore, WeightSource,
+    FloatList, GgufFile, IntList, MemSource, Meta, MetaKind, MetaStr, OpenOptions, SourceTensor,
+    StrList, StreamError, TensorStore, WeightSource,
 };
 use sipllm_testkit::{GgufBuilder, Value};
 use smallvec::smallvec;
@@ -198,13 +198,13 @@ struct ToySource {
 }
 
 impl WeightSource for ToySource {
-    fn tensors(&self) -> &[TensorInfo] {
+    fn tensors(&self) -> &[SourceTensor] {
         self.store.tensors()
     }
-    fn find(&self, name: &str) -> Option<&TensorInfo> {
+    fn find(&self, name: &str) -> Option<&SourceTensor> {
         self.store.find(name)
     }
-    fn read_raw(&self, t: &TensorInfo, dst: &mut [u8]) -> Result<usize, StreamError> {
+    fn read_raw(&self, t: &SourceTensor, dst: &mut [u8]) -> Result<usize, StreamError> {
         self.store.read_raw(t, dst)
     }
     fn read_raw_at(&self, offset: u64, dst: &mut [u8]) -> Result<(), StreamError> {
@@ -239,7 +239,7 @@ impl WeightSource for ToySource {
             .into_iter(),
         )
     }
-    fn prefetch(&self, t: &TensorInfo) -> Result<(), StreamError> {
+    fn prefetch(&self, t: &SourceTensor) -> Result<(), StreamError> {
         self.store.prefetch(t)
     }
     fn file_size(&self) -> u64 {
@@ -277,7 +277,7 @@ fn another_format_is_indistinguishable_through_the_seam() {
     // The toy file: 16 bytes of its own header, then the same tensor bytes.
     let mut toy_bytes = vec![0u8; 16];
     toy_bytes.extend_from_slice(&data);
-    let info = TensorInfo {
+    let info = SourceTensor {
         name: "w".into(),
         ggml_type: GgmlType::F32,
         shape: smallvec![2, 8],

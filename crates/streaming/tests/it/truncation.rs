@@ -6,7 +6,7 @@ use std::fs::OpenOptions as FsOpenOptions;
 use crate::common::TempFile;
 use sipllm_gguf::{GgmlType, error::PathSeg};
 use sipllm_streaming::{
-    Backend, GgufFile, MemSource, OpenOptions, StreamError, TensorInfo, TensorStore, WeightSource,
+    Backend, GgufFile, MemSource, OpenOptions, SourceTensor, StreamError, TensorStore, WeightSource,
 };
 use sipllm_testkit::{GgufBuilder, Value};
 use smallvec::smallvec;
@@ -185,7 +185,7 @@ fn a_file_that_shrinks_after_open_reports_offset_and_missing_bytes() {
 
 #[test]
 fn tensor_store_rejects_tensors_outside_the_source() {
-    let info = |name: &str, abs_offset: u64, nbytes: u64| TensorInfo {
+    let info = |name: &str, abs_offset: u64, nbytes: u64| SourceTensor {
         name: name.into(),
         ggml_type: GgmlType::F32,
         shape: smallvec![nbytes / 4],
