@@ -21,7 +21,7 @@
 //! Either way the output is written to a temporary beside the destination, re-opened and
 //! checked — every key's value (through the read side, which collapses both formats' values
 //! the same way), every tensor's name, type, shape and size, and the first and last
-//! [`SAMPLE`](crate::edit::SAMPLE) bytes of its data — and only then renamed over it.
+//! [`SAMPLE`](crate::header::SAMPLE) bytes of its data — and only then renamed over it.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -38,8 +38,8 @@ use sipllm_streaming::{
     StreamError, WeightSource,
 };
 
-use crate::edit::{CheckError, Planned, check_tensors};
 use crate::error::WriteError;
+use crate::header::{CheckError, Planned, check_tensors};
 use crate::write::{AtomicFile, GgufFileBuilder, TensorData, write_llmw_into};
 use sipllm_model::keys;
 

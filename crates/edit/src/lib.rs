@@ -9,9 +9,9 @@
 //!   `gguf-split` does; [`merge`](split::merge) joins one back, byte for byte.
 //! * [`in_place`]: the crash-safe header rewrite (the changed 4 KiB blocks backed up beside
 //!   the model first) and [`in_place::recover`], which undoes an interrupted one.
-//! * [`edit`]: metadata edits and tensor renames planned on a parsed header, written out of
+//! * [`header`]: metadata edits and tensor renames planned on a parsed header, written out of
 //!   place or fitted in place, and checked after the write, each as one call that owns the
-//!   whole protocol ([`edit::edit_in_place`], [`edit::edit_out_of_place`]). Every bad argument
+//!   whole protocol ([`header::edit_in_place`], [`header::edit_out_of_place`]). Every bad argument
 //!   is reported at once.
 //! * [`convert`]: GGUF ↔ `.llmw`, checked after the write, with the types llama.cpp
 //!   reads well-known keys as (`sipllm_model::keys`) for `.llmw` values.
@@ -20,7 +20,7 @@
 //! * [`toy`]: a tiny llama-shaped model from a seed, written identically as GGUF and `.llmw`.
 //!
 //! Errors: one type per area ([`WriteError`], [`SplitError`], [`InPlaceError`],
-//! [`EditError`](edit::EditError), [`ConvertError`](convert::ConvertError), [`InputError`]),
+//! [`EditError`](header::EditError), [`ConvertError`](convert::ConvertError), [`InputError`]),
 //! each variant with a stable code and help through [`Kind`](sipllm_format::Kind); a read
 //! that fails keeps the read side's [`StreamError`](sipllm_streaming::StreamError) whole.
 //!
@@ -58,9 +58,9 @@
 #![doc(test(attr(deny(warnings))))]
 
 pub mod convert;
-pub mod edit;
 mod error;
 mod half;
+pub mod header;
 pub mod identity;
 pub mod in_place;
 pub mod input;

@@ -10,7 +10,7 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use sipllm_edit::convert::{self, ConvertError, ConvertOptions};
-use sipllm_edit::edit::SAMPLE;
+use sipllm_edit::header::SAMPLE;
 use sipllm_edit::identity;
 use sipllm_streaming::Format;
 

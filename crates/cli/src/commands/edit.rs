@@ -13,7 +13,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use clap::ArgMatches;
-use sipllm_edit::edit::{
+use sipllm_edit::header::{
     self, Edit, EditError, EditErrors, EditOptions, InPlace, Input, OutOfPlace, Rewritten,
 };
 use sipllm_edit::{HeaderBackup, InPlaceError, in_place};
@@ -196,7 +196,7 @@ fn out_of_place(
     };
     let bar = crate::progress::bar(ctx, 0);
     let mut feed = crate::progress::feed_total(&bar);
-    let done = edit::edit_out_of_place(input, out, edits, options, &mut feed);
+    let done = header::edit_out_of_place(input, out, edits, options, &mut feed);
     bar.finish_and_clear();
     let (report_, stats) = match done {
         Ok(OutOfPlace::Written { report, stats }) => (report, stats),
@@ -211,7 +211,7 @@ fn out_of_place(
         "checked {out_name}: re-opened (strict profile); header as planned; {} tensors at their \
          planned offsets, the first and last {} bytes of each equal to {name}'s",
         report_.planned.len(),
-        edit::SAMPLE
+        header::SAMPLE
     )?;
     o.flush()?;
     notes(&report_);
@@ -226,7 +226,7 @@ fn run_in_place(
     ctx: &Ctx,
 ) -> io::Result<Exit> {
     let name = display(&args.file);
-    let done = match edit::edit_in_place(&args.file, edits, options) {
+    let done = match header::edit_in_place(&args.file, edits, options) {
         Ok(InPlace::Rewritten(done)) => done,
         Ok(InPlace::Unchanged) => {
             let mut o = io::stdout().lock();

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use sipllm_edit::edit::{Change, EditError, Report, Rewritten, ValueSummary};
+use sipllm_edit::header::{Change, EditError, Report, Rewritten, ValueSummary};
 use sipllm_edit::write::BuildStats;
 use sipllm_edit::{InPlaceError, InputError};
 use sipllm_gguf::writer::PADDING_KEY;
@@ -29,7 +29,7 @@ pub fn change_line(change: &Change, file: &str) -> String {
                 "set {} = {} ({}",
                 quoted(key),
                 summary(value),
-                sipllm_edit::edit::type_label(*value_type, *elem_type)
+                sipllm_edit::header::type_label(*value_type, *elem_type)
             );
             if let Some(path) = from {
                 let _ = write!(line, ", from {}", escape::str(&path.display().to_string()));
@@ -66,7 +66,7 @@ pub fn type_notes(report: &Report) -> Vec<String> {
                 "llama.cpp reads {} as {}, not {}: the file will not load there",
                 quoted(key),
                 expected.describe(),
-                sipllm_edit::edit::type_label(*value_type, *elem_type)
+                sipllm_edit::header::type_label(*value_type, *elem_type)
             ));
         }
     }

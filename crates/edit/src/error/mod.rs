@@ -6,7 +6,7 @@
 //!   header or tensor data given to a builder, an output that is its input.
 //! * [`SplitError`] (`split::…`): what splitting or merging refuses, or a write of it failing.
 //! * [`InPlaceError`] (`in_place::…`): the crash-safe header rewrite and its recovery.
-//! * [`EditError`](crate::edit::EditError) (`edit::…`) and
+//! * [`EditError`](crate::header::EditError) (`edit::…`) and
 //!   [`ConvertError`](crate::convert::ConvertError) (`convert::…`) live with their modules,
 //!   and [`InputError`](crate::InputError) (`input::…`) with [`read_capped`](crate::read_capped).
 //!

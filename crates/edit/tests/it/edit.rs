@@ -1,9 +1,9 @@
-//! One call per edit (`sipllm_edit::edit::{edit_in_place, edit_out_of_place}`): the lock, the
+//! One call per edit (`sipllm_edit::header::{edit_in_place, edit_out_of_place}`): the lock, the
 //! backup refusal, every problem at once, the plan-only run.
 
 use std::path::Path;
 
-use sipllm_edit::edit::{
+use sipllm_edit::header::{
     Edit, EditError, EditOptions, InPlace, Input, OutOfPlace, edit_in_place, edit_out_of_place,
 };
 use sipllm_edit::{HeaderBackup, InPlaceError};
@@ -32,7 +32,7 @@ fn set_name(value: &str) -> Vec<Edit> {
     vec![Edit::Set { key: "general.name".into(), value: Value::string(value), from: None }]
 }
 
-fn codes(errors: &sipllm_edit::edit::EditErrors) -> Vec<&'static str> {
+fn codes(errors: &sipllm_edit::header::EditErrors) -> Vec<&'static str> {
     errors.iter().map(EditError::code).collect()
 }
 
@@ -102,7 +102,7 @@ fn the_calls_refuse_a_pending_backup() {
     let other = dir.join("other.gguf");
     std::fs::copy(&path, &other).unwrap();
     let opts = EditOptions::default();
-    let pending = |errors: sipllm_edit::edit::EditErrors| {
+    let pending = |errors: sipllm_edit::header::EditErrors| {
         assert_eq!(codes(&errors), ["in_place::pending"], "{errors}");
         match &errors.0[0] {
             EditError::InPlace(e) => match &**e {
