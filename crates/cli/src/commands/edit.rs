@@ -3,7 +3,7 @@
 //! GGUF file, without touching tensor data.
 //!
 //! The command parses the edits (the value syntax is in [`crate::values`]), makes one call to
-//! the write side ([`edit::edit_out_of_place`] or [`edit::edit_in_place`]), which owns the
+//! the write side ([`header::edit_out_of_place`] or [`header::edit_in_place`]), which owns the
 //! whole protocol (the lock, the backup refusal, planning, the checked write or the in-place
 //! fit and crash-safe rewrite), and renders what it reports ([`crate::render::edit`]). Every
 //! bad argument is reported in one run: when some do not parse, the same call plans the rest
