@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser as _};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use sipllm_model::manifest::HashKind;
 
 use sipllm_gguf::Profile;
 
@@ -389,7 +391,7 @@ pub struct VerifyArgs {
     /// Hash functions, comma-separated or repeated (default sha256; with --check, what the
     /// manifest holds: guessed from the digit count of a sipllm manifest, the strongest one of
     /// a gguf-hash manifest).
-    #[arg(long, value_enum, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = hash_kinds())]
     pub hash: Vec<HashKind>,
 
     /// Write a manifest (`-`: standard output): per tensor `<hex hash>  <byte size>  <name>`,
@@ -415,34 +417,27 @@ pub struct VerifyArgs {
     pub parse: ParseArgs,
 }
 
-/// Hash functions for `verify`: llama.cpp's llama-gguf-hash's, by its names, in the order it
-/// prints them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, ValueEnum)]
-pub enum HashKind {
-    /// XXH64, seed 0 (16 hex digits): llama-gguf-hash's default; fast, not cryptographic.
-    Xxh64,
-    /// XXH3-64 (16 hex digits): fast, not cryptographic.
-    Xxh3,
-    /// SHA-1 (40 hex digits).
-    Sha1,
-    /// SHA-256 (64 hex digits), as `sha256sum` and the corpus `.tensors.sha256` files.
-    Sha256,
-    /// The whole model's UUIDv5 (llama.cpp's namespace over all tensor data): no per-tensor
-    /// hash, so only with --manifest-format gguf-hash or without --manifest.
-    Uuid,
-}
-
-impl HashKind {
-    /// The name llama-gguf-hash gives it (`xxh64`, `xxh3`, `sha1`, `sha256`, `uuid`).
-    pub fn name(self) -> &'static str {
-        match self {
-            HashKind::Xxh64 => "xxh64",
-            HashKind::Xxh3 => "xxh3",
-            HashKind::Sha1 => "sha1",
-            HashKind::Sha256 => "sha256",
-            HashKind::Uuid => "uuid",
+/// `verify --hash`'s values: the library's hash functions ([`HashKind`]) by llama.cpp's
+/// llama-gguf-hash's names, in the order it prints them, each with what it is.
+fn hash_kinds() -> impl clap::builder::TypedValueParser<Value = HashKind> {
+    let help = |k: HashKind| match k {
+        HashKind::Xxh64 => {
+            "XXH64, seed 0 (16 hex digits): llama-gguf-hash's default; fast, not cryptographic"
         }
-    }
+        HashKind::Xxh3 => "XXH3-64 (16 hex digits): fast, not cryptographic",
+        HashKind::Sha1 => "SHA-1 (40 hex digits)",
+        HashKind::Sha256 => {
+            "SHA-256 (64 hex digits), as `sha256sum` and the corpus `.tensors.sha256` files"
+        }
+        HashKind::Uuid => {
+            "The whole model's UUIDv5 (llama.cpp's namespace over all tensor data): no \
+             per-tensor hash, so only with --manifest-format gguf-hash or without --manifest"
+        }
+    };
+    let values = HashKind::ALL.map(|k| PossibleValue::new(k.name()).help(help(k)));
+    // Only the possible values pass the parser, and each names a kind.
+    PossibleValuesParser::new(values)
+        .map(|name| HashKind::from_name(&name).unwrap_or(HashKind::Sha256))
 }
 
 /// Manifest formats `verify --manifest` writes.
