@@ -21,7 +21,7 @@ use pyo3::types::{PyBytes, PyList, PyMemoryView, PySlice};
 use sipllm_gguf::GgmlType;
 use sipllm_quants::DequantError;
 use sipllm_streaming::{
-    StreamError, TensorError, SourceTensor, VALUES_CHUNK_BYTES, WeightSource, to_little_endian,
+    SourceTensor, StreamError, TensorError, VALUES_CHUNK_BYTES, WeightSource, to_little_endian,
 };
 
 use crate::errors::{Diag, gguf_error};
