@@ -30,7 +30,7 @@ class GGUFError(ValueError):
     """The message without the location."""
 
 class UnsupportedTypeError(GGUFError, NotImplementedError):
-    """A tensor type without values (code ``quants::unsupported_type``): a ``GGUFError`` and
+    """A tensor type without values (code ``quants::dequant::unsupported_type``): a ``GGUFError`` and
     the ``NotImplementedError`` gguf-py's ``dequantize`` raises."""
 
 class Header:

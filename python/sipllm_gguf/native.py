@@ -243,7 +243,7 @@ class Model:
         """Values ``start:stop`` (element indices in row-major order, ``stop`` exclusive) of
         tensor ``name`` as a 1-D ``float32`` array, reading only the blocks they touch (a few
         rows of a big tensor, say). A range outside the tensor raises
-        :class:`~sipllm_gguf.GGUFError` (``stream::values::element_range``)."""
+        :class:`~sipllm_gguf.GGUFError` (``streaming::values::element_range``)."""
         start, stop = operator.index(start), operator.index(stop)
         if start < 0 or stop < 0:
             raise ValueError(f"element indices must be 0 or more, not {start}:{stop}")
@@ -264,7 +264,7 @@ class Model:
         ``names="hf"``: transformers' parameter names (llama, mistral, qwen2, qwen3, phi3,
         gemma2, gemma3), Q/K un-permuted, Gemma norms less 1, and a ``config.json`` beside the
         file. Returns ``{"tensors", "bytes", "copied", "config"}``; raises
-        :class:`~sipllm_gguf.GGUFError` (codes ``safetensors::…``) when it cannot be done."""
+        :class:`~sipllm_gguf.GGUFError` (codes ``edit::safetensors::…``) when it cannot be done."""
         n, size, copied, config = _native.to_safetensors(
             self._native, os.fsdecode(os.fspath(path)), dtype, names
         )
@@ -309,7 +309,7 @@ class Model:
 
     def load_check(self) -> LoadReport:
         """Whether llama.cpp 0c1e570's loader would load this model, from its header: the
-        findings (``model::…`` codes) of ``sipllm validate --model``."""
+        findings (``model::load::…`` codes) of ``sipllm validate --model``."""
         rows, arch, known_arch, loads, crashes = _native.load_check(self._native)
         return LoadReport([Finding(*f) for f in rows], arch, known_arch, loads, crashes)
     @property
@@ -343,7 +343,7 @@ class Model:
         ``kv_unified``, ``swa_full``, ``n_gpu_layers``. With ``memory`` (bytes), the largest
         context whose total fits, or ``None``. A configuration llama.cpp refuses, or an
         architecture whose memory is not modelled, raises ``ValueError`` with its
-        ``fit::`` code."""
+        ``model::fit::`` code."""
         return _native.fit(self._native, profile, memory=memory, **params)
 
     def __repr__(self) -> str:
@@ -376,7 +376,7 @@ def render_chat(
     ``eos_token`` from its vocabulary) or the template's text. ``vars``: further template
     variables (``enable_thinking=False``, …; ``bos_token``/``eos_token`` override the
     model's; default ``<s>``/``</s>`` for a bare template). Raises
-    :class:`~sipllm_gguf.GGUFError` with a ``template::…`` code (``template::raised`` when
+    :class:`~sipllm_gguf.GGUFError` with a ``model::template::…`` code (``model::template::raised`` when
     the template refuses the conversation), ``ValueError`` for a model without a template."""
     bos, eos = "<s>", "</s>"
     if isinstance(model_or_template, Model):
@@ -412,7 +412,7 @@ def open(path: str | os.PathLike[str], profile: str = "strict") -> Model:  # noq
     header comes in a few range requests and each tensor read is a request for its bytes:
     the CLI's sources, limits and errors. A URL that cannot be read raises an ``OSError``
     (``FileNotFoundError`` for a 404, ``PermissionError``, ``TimeoutError``,
-    ``ConnectionError``) carrying ``code`` (``remote::status`` …), ``help``, ``status`` and
+    ``ConnectionError``) carrying ``code`` (``remote::http::status`` …), ``help``, ``status`` and
     ``url``; ``s3://``, ``gs://`` and ``az://`` need the CLI built with its ``object-store``
     feature.
 

@@ -18,9 +18,9 @@ Differences from gguf-py, all where gguf-py fails or is slow:
 
 * a type without values (``Q8_1``, ``Q8_K``, the integer types, ``Q1_0``, unknown codes) raises
   :class:`~sipllm_gguf.UnsupportedTypeError`, a ``NotImplementedError`` (what gguf-py raises)
-  and a :class:`~sipllm_gguf.GGUFError` with ``code == "quants::unsupported_type"``;
+  and a :class:`~sipllm_gguf.GGUFError` with ``code == "quants::dequant::unsupported_type"``;
 * a last axis that is not whole blocks raises :class:`~sipllm_gguf.GGUFError` (a ``ValueError``,
-  as gguf-py's) with ``code == "quants::partial_block"`` and ``path == "data.shape[-1]"``;
+  as gguf-py's) with ``code == "quants::dequant::partial_block"`` and ``path == "data.shape[-1]"``;
 * ``bytes``, ``bytearray`` and ``memoryview`` inputs are taken as 1-D bytes; inputs of a wider
   dtype are read as their bytes (gguf-py takes only ``uint8`` for the block
   types and computes a wrong shape otherwise); non-contiguous inputs are copied first;

@@ -6,9 +6,9 @@
 //! logical path, `metadata[14] "general.file_type"`), `filename`, `help`. A file that cannot be
 //! read at all raises `OSError` (`FileNotFoundError`, `PermissionError`, …) as `open()` would;
 //! a URL that cannot be read, the same classes carrying the remote error's `code`
-//! (`remote::status`, …), `help`, `status` and `url`.
+//! (`remote::http::status`, …), `help`, `status` and `url`.
 //!
-//! Values of a type that has none (`quants::unsupported_type`) raise `UnsupportedTypeError`, a
+//! Values of a type that has none (`quants::dequant::unsupported_type`) raise `UnsupportedTypeError`, a
 //! subclass of both `GGUFError` and `NotImplementedError` (what gguf-py's `dequantize` raises
 //! there), so code written for either keeps catching it.
 
@@ -33,7 +33,7 @@ pyo3::create_exception!(
 );
 
 /// The code of the errors `UnsupportedTypeError` stands for.
-const UNSUPPORTED_TYPE: &str = "quants::unsupported_type";
+const UNSUPPORTED_TYPE: &str = "quants::dequant::unsupported_type";
 
 static UNSUPPORTED_TYPE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
@@ -175,7 +175,7 @@ pub(crate) fn gguf_error(py: Python<'_>, diag: &Diag, filename: Option<&str>) ->
 
 /// The Python exception for a remote failure: an `OSError` — `FileNotFoundError` for a
 /// 404, `PermissionError` for 401/403, `TimeoutError`, `ConnectionError`, else `OSError`
-/// itself — carrying `code` (`remote::status`, …), `help`, `status` (the HTTP status or
+/// itself — carrying `code` (`remote::http::status`, …), `help`, `status` (the HTTP status or
 /// `None`) and `url` (of the hop that failed, credentials redacted).
 pub(crate) fn remote_error(py: Python<'_>, r: &RemoteError, filename: &str) -> PyErr {
     let text = match &r.url {

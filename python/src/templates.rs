@@ -21,7 +21,7 @@ pub(crate) fn chat_templates(model: &Model) -> (Vec<TemplateRow>, Option<String>
 }
 
 /// Renders `messages` (JSON text) through `template` as transformers renders it; raises
-/// `GGUFError` with the `template::…` code on failure.
+/// `GGUFError` with the `model::template::…` code on failure.
 #[pyfunction]
 #[pyo3(signature = (template, messages, tools, add_generation_prompt, bos_token, eos_token, vars, now = None, strict = false))]
 #[allow(clippy::too_many_arguments)]

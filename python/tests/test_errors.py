@@ -54,7 +54,7 @@ CASES = {
 }
 
 # The native API reads the format from the magic (GGUF or .llmw) before any GGUF parsing.
-NATIVE_CODE = {"not_gguf": "stream::open::unknown_magic", "empty": "stream::open::too_short"}
+NATIVE_CODE = {"not_gguf": "streaming::open::unknown_magic", "empty": "streaming::open::too_short"}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -155,7 +155,7 @@ def test_rejected_corpus_files_through_validate() -> None:
     for name, (code, offset, logical) in REJECTED.items():
         path = next(CORPUS.glob(f"*/{name}"))
         if code == "gguf::header::bad_magic":
-            code = "stream::open::unknown_magic"  # the native API sniffs GGUF or .llmw first
+            code = "streaming::open::unknown_magic"  # the native API sniffs GGUF or .llmw first
         assert [(f.code, f.offset, f.path) for f in sipllm_gguf.validate(path)] == [(code, offset, logical)]
     dbrx = next(CORPUS.glob("*/ggml-vocab-dbrx*.gguf"))
     lenient = sipllm_gguf.validate(dbrx, profile="lenient")

@@ -34,7 +34,7 @@ def test_fields_and_profiles() -> None:
 
 def test_refusals_raise_with_their_code() -> None:
     m = sipllm_gguf.open(SAMPLE)
-    with pytest.raises(ValueError, match="fit::needs_flash_attn"):
+    with pytest.raises(ValueError, match="model::fit::needs_flash_attn"):
         m.fit(type_v="q8_0", flash_attn="off")
     with pytest.raises(ValueError, match="unsupported cache type"):
         m.fit(type_k="q4_K")

@@ -186,10 +186,10 @@ def test_open_reads_a_file_truncated_under_it_as_a_typed_error(tmp_path: Path) -
     os.truncate(p, offset + 8)
     with pytest.raises(sipllm_gguf.GGUFError) as e:
         model.read("b")
-    assert e.value.code == "stream::io::unexpected_eof", e.value
+    assert e.value.code == "streaming::io::unexpected_eof", e.value
     with pytest.raises(sipllm_gguf.GGUFError) as e:
         model.values("b")
-    assert e.value.code == "stream::io::unexpected_eof", e.value
+    assert e.value.code == "streaming::io::unexpected_eof", e.value
     # What is still there reads.
     assert model.values("a").tolist() == [0.0, 1.0, 2.0, 3.0]
 

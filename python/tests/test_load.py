@@ -44,7 +44,7 @@ def test_every_golden_verdict(tmp_path: Path) -> None:
         loads = not any(f.severity == "error" for f in findings)
         if loads != v["ok"]:
             wrong.append((v["file"], v["ok"], [f.code for f in findings]))
-        if v.get("crash") and any(f.code in ("model::llama_cpp_crashes", "model::block_count") for f in findings):
+        if v.get("crash") and any(f.code in ("model::load::llama_cpp_crashes", "model::load::block_count") for f in findings):
             crashes_named += 1
         path.unlink()
     assert wrong == []
@@ -60,7 +60,7 @@ def test_load_check_report(tmp_path: Path) -> None:
     report = sipllm_gguf.open(path).load_check()
     assert (report.arch, report.known_arch, report.loads, report.crashes) == ("arcee", True, False, False)
     shape = report.findings[0]
-    assert shape.code == "model::tensor_shape" and shape.severity == "error"
+    assert shape.code == "model::load::tensor_shape" and shape.severity == "error"
     assert "[256, 512]" in shape.message and "[256, 256]" in shape.message
     assert shape.path == 'tensor[4] "blk.0.attn_q.weight"' and shape.offset is not None
     assert "check_tensor_dims" in shape.help
@@ -74,4 +74,4 @@ def test_a_header_only_file_stops_at_the_container(tmp_path: Path) -> None:
         pytest.skip(f"{GOLDENS} ABSENT (set SIPLLM_SHARED)")
     findings = sipllm_gguf.validate(src, model=True)
     assert findings[-1].code == "gguf::layout::out_of_bounds"
-    assert not any(f.code.startswith("model::") for f in findings)
+    assert not any(f.code.startswith("model::load::") for f in findings)

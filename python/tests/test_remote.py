@@ -192,28 +192,28 @@ def test_credentials_in_a_url_are_never_shown(server):
     # User info is refused (as by the CLI), and not shown either.
     with pytest.raises(OSError) as e:
         sipllm_gguf.open(f"http://user:hunter2@{base(server).removeprefix('http://')}/m/x.gguf")
-    assert e.value.code == "remote::bad_url" and "hunter2" not in str(e.value)
+    assert e.value.code == "remote::url::bad_url" and "hunter2" not in str(e.value)
 
 
 def test_remote_errors_are_oserrors_with_the_clis_codes(server, monkeypatch):
     with pytest.raises(FileNotFoundError) as e:
         sipllm_gguf.open(f"{base(server)}/m/absent.gguf")
-    assert (e.value.code, e.value.status) == ("remote::status", 404)
-    assert "check the URL" in e.value.help and "[remote::status]" in str(e.value)
+    assert (e.value.code, e.value.status) == ("remote::http::status", 404)
+    assert "check the URL" in e.value.help and "[remote::http::status]" in str(e.value)
     monkeypatch.setenv("HF_ENDPOINT", base(server))
     with pytest.raises(FileNotFoundError) as e:
         sipllm_gguf.open("hf://org/repo/missing.gguf")
     assert e.value.url.endswith("/org/repo/resolve/main/missing.gguf")
     with pytest.raises(OSError) as e:
         sipllm_gguf.open("hf://only-an-owner")
-    assert e.value.code == "remote::bad_url"
+    assert e.value.code == "remote::url::bad_url"
     with pytest.raises(OSError) as e:
         sipllm_gguf.open("s3://bucket/model.gguf")
-    assert e.value.code == "remote::unsupported_scheme"
+    assert e.value.code == "remote::url::unsupported_scheme"
     assert "object-store" in str(e.value)
     with pytest.raises(ConnectionError) as e:
         sipllm_gguf.open("http://127.0.0.1:9/nothing-listens-here.gguf")
-    assert e.value.code == "remote::connect"
+    assert e.value.code == "remote::http::connect"
 
 
 def test_gguf_reader_refuses_a_url_naming_open(server):

@@ -122,7 +122,7 @@ def test_keep_writes_stored_types(tmp_path, gguf_py):
     assert np.array_equal(bits(loaded["q8_0"]), bits(model.values("q8_0")))  # NaNs included
     with pytest.raises(sipllm_gguf.GGUFError) as e:
         model.to_safetensors(tmp_path / "no.safetensors")
-    assert e.value.code == "safetensors::no_values"
+    assert e.value.code == "edit::safetensors::no_values"
     assert not (tmp_path / "no.safetensors").exists()
     with pytest.raises(ValueError):
         model.to_safetensors(tmp_path / "x.safetensors", dtype="f8")

@@ -55,8 +55,8 @@ def test_render_chat_from_text_with_tools_and_variables() -> None:
 def test_template_errors_carry_their_code() -> None:
     with pytest.raises(sipllm_gguf.GGUFError) as e:
         sipllm_gguf.render_chat("{{ raise_exception('no system role') }}", [])
-    assert e.value.code == "template::raised"
+    assert e.value.code == "model::template::raised"
     assert "no system role" in str(e.value)
     with pytest.raises(sipllm_gguf.GGUFError) as e:
         sipllm_gguf.render_chat("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}", [])
-    assert e.value.code == "template::out_of_fuel"
+    assert e.value.code == "model::template::out_of_fuel"

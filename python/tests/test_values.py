@@ -156,7 +156,7 @@ def test_unsupported_types_raise_typed(gguf_py, name):
         dequantize(data, q)
     e = info.value
     assert isinstance(e, NotImplementedError) and isinstance(e, sipllm_gguf.GGUFError)
-    assert e.code == "quants::unsupported_type"
+    assert e.code == "quants::dequant::unsupported_type"
     assert name in str(e) and "SUPPORTED" in e.help
 
 
@@ -176,7 +176,7 @@ def test_unknown_codes_raise_typed():
     for code in (4, 5, 31, 99, 2**32 - 1):
         with pytest.raises(sipllm_gguf.UnsupportedTypeError) as info:
             dequantize(np.zeros(64, dtype=np.uint8), code)
-        assert info.value.code == "quants::unsupported_type"
+        assert info.value.code == "quants::dequant::unsupported_type"
 
 
 @pytest.mark.parametrize(
@@ -193,7 +193,7 @@ def test_partial_blocks_raise_typed(gguf_py, name, shape):
         dequantize(data, gguf_py.GGMLQuantizationType[name])
     e = info.value
     assert isinstance(e, ValueError) and not isinstance(e, NotImplementedError)
-    assert e.code == "quants::partial_block" and e.path == "data.shape[-1]"
+    assert e.code == "quants::dequant::partial_block" and e.path == "data.shape[-1]"
     assert f"{shape[-1]} bytes of {name}" in str(e)
     assert f"{block_layout(gguf_py.GGMLQuantizationType[name])[1]}-byte blocks" in e.help
 
@@ -241,7 +241,7 @@ def test_model_values_of_every_type(gguf_py, gen, tmp_path):
         if t.tensor_type.name not in NAMES:
             with pytest.raises(sipllm_gguf.UnsupportedTypeError) as info:
                 model.values(t.name)
-            assert info.value.code == "quants::unsupported_type"
+            assert info.value.code == "quants::dequant::unsupported_type"
             continue
         want = reference(gguf_py, t.data, t.tensor_type.name)
         got = model.values(t.name)
@@ -256,7 +256,7 @@ def test_model_values_of_every_type(gguf_py, gen, tmp_path):
     assert seen == set(NAMES)
     with pytest.raises(sipllm_gguf.GGUFError) as info:
         model.values_at("t.Q8_0", 0, 10**12)
-    assert info.value.code == "stream::values::element_range"
+    assert info.value.code == "streaming::values::element_range"
     with pytest.raises(KeyError):
         model.values("no such tensor")
 

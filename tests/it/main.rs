@@ -10,7 +10,8 @@
 //!   its errors;
 //! * `round_trips`: GGUF ↔ `.llmw` conversion and split/merge through the `sipllm` command,
 //!   byte for byte;
-//! * `error_codes`: every typed error code is unique and listed in `docs/errors.md`;
+//! * `error_codes`: every stable code is well formed, unique, listed in `docs/errors.md`, raised
+//!   where it is named and seen by a test;
 //! * `fuzz_replay`: every committed fuzz input (`fuzz/regressions/`, `fuzz/seeds/`) through
 //!   every fuzz target's property check, on stable Rust.
 

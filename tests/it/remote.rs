@@ -183,7 +183,7 @@ fn a_claimed_size_past_the_free_space_is_refused_before_the_fetch() {
         let before = huge.log().len();
         let run = sipllm(&dir, &args);
         assert_eq!(run.code, Some(2), "{args:?}: {}", run.transcript());
-        assert!(run.stderr.contains("stream::io::spool"), "{args:?}: {}", run.stderr);
+        assert!(run.stderr.contains("streaming::io::spool"), "{args:?}: {}", run.stderr);
         assert!(run.stderr.contains("1,125,899,906,842,624 bytes"), "{args:?}: {}", run.stderr);
         // The size probe only: no body was fetched.
         let requests = huge.log().len() - before;
@@ -204,7 +204,7 @@ fn remote_failures_have_codes_urls_and_exit_2() {
     .unwrap();
     let run = sipllm(&dir, &["inspect", &ignoring.url("m.gguf")]);
     assert_eq!(run.code, Some(2), "{}", run.transcript());
-    assert!(run.stderr.contains("remote::range_ignored"), "{}", run.stderr);
+    assert!(run.stderr.contains("remote::http::range_ignored"), "{}", run.stderr);
     assert!(run.stderr.contains(&ignoring.url("m.gguf")), "{}", run.stderr);
     assert!(run.stderr.contains("HTTP 200"), "{}", run.stderr);
 
@@ -212,7 +212,9 @@ fn remote_failures_have_codes_urls_and_exit_2() {
     let missing = format!("{}?token=secret", ok.url("nothing.gguf"));
     let run = sipllm(&dir, &["validate", &missing]);
     assert_eq!(run.code, Some(2), "{}", run.transcript());
-    assert!(run.stdout.contains("remote::status") || run.stderr.contains("remote::status"));
+    assert!(
+        run.stdout.contains("remote::http::status") || run.stderr.contains("remote::http::status")
+    );
     assert!(
         !run.stdout.contains("secret") && !run.stderr.contains("secret"),
         "{}",
@@ -242,7 +244,7 @@ fn remote_failures_have_codes_urls_and_exit_2() {
     // Without the object-store feature, s3:// says how to get it.
     let run = sipllm(&dir, &["inspect", "s3://bucket/m.gguf"]);
     assert_eq!(run.code, Some(2), "{}", run.transcript());
-    assert!(run.stderr.contains("remote::unsupported_scheme"), "{}", run.stderr);
+    assert!(run.stderr.contains("remote::url::unsupported_scheme"), "{}", run.stderr);
 }
 
 #[test]

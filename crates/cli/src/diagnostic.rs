@@ -42,7 +42,7 @@ impl Severity {
 pub struct Finding {
     /// Error or warning.
     pub severity: Severity,
-    /// Stable code (`gguf::metadata::duplicate_key`, `llmw::…`, `stream::io::open`).
+    /// Stable code (`gguf::metadata::duplicate_key`, `llmw::…`, `streaming::io::open`).
     pub code: &'static str,
     /// What is wrong, without the location.
     pub message: String,
@@ -143,7 +143,7 @@ impl Finding {
         }
     }
 
-    /// A finding of the llama.cpp load check (`model::…`); one at no byte range (a key or
+    /// A finding of the llama.cpp load check (`model::load::…`); one at no byte range (a key or
     /// tensor that is absent) has no offset.
     pub fn from_model_issue(f: &sipllm_gguf::error::Finding<sipllm_model::load::Issue>) -> Finding {
         use sipllm_model::load::Severity as S;

@@ -250,14 +250,14 @@ impl From<CheckError> for ConvertError {
 impl Kind for ConvertError {
     fn code(&self) -> &'static str {
         match self {
-            ConvertError::BigEndian => "convert::big_endian",
-            ConvertError::Unsupported { .. } => "convert::unsupported_metadata",
-            ConvertError::Tensors { .. } => "convert::unsupported_tensors",
-            ConvertError::LlmwLayout(_) => "convert::llmw_layout",
-            ConvertError::GgufHeader(_) => "convert::gguf_header",
-            ConvertError::Format => "convert::format",
-            ConvertError::Check(_) => "convert::check_failed",
-            ConvertError::Commit { .. } => "convert::commit",
+            ConvertError::BigEndian => "edit::convert::big_endian",
+            ConvertError::Unsupported { .. } => "edit::convert::unsupported_metadata",
+            ConvertError::Tensors { .. } => "edit::convert::unsupported_tensors",
+            ConvertError::LlmwLayout(_) => "edit::convert::llmw_layout",
+            ConvertError::GgufHeader(_) => "edit::convert::gguf_header",
+            ConvertError::Format => "edit::convert::format",
+            ConvertError::Check(_) => "edit::convert::check_failed",
+            ConvertError::Commit { .. } => "edit::convert::commit",
             ConvertError::Write(e) => e.code(),
             ConvertError::Read(e) => e.code(),
         }
@@ -789,7 +789,7 @@ mod tests {
             ConvertError::Commit { source: io::Error::from(io::ErrorKind::PermissionDenied) },
         ];
         let mut codes: Vec<&str> = errors.iter().map(ConvertError::code).collect();
-        assert!(codes.iter().all(|c| c.starts_with("convert::")));
+        assert!(codes.iter().all(|c| c.starts_with("edit::convert::")));
         assert!(errors.iter().all(|e| !e.help().is_empty() && !e.to_string().is_empty()));
         codes.sort_unstable();
         codes.dedup();

@@ -45,8 +45,8 @@ pub enum InputError {
 impl Kind for InputError {
     fn code(&self) -> &'static str {
         match self {
-            InputError::TooLarge { .. } => "input::too_large",
-            InputError::EmptyStream { .. } => "input::empty_stream",
+            InputError::TooLarge { .. } => "edit::input::too_large",
+            InputError::EmptyStream { .. } => "edit::input::empty_stream",
             InputError::Read(e) => e.code(),
         }
     }

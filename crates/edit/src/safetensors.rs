@@ -191,13 +191,13 @@ pub enum SafetensorsError {
 impl Kind for SafetensorsError {
     fn code(&self) -> &'static str {
         match self {
-            SafetensorsError::DuplicateName { .. } => "safetensors::duplicate_name",
-            SafetensorsError::ReservedName => "safetensors::reserved_name",
-            SafetensorsError::NoValues { .. } => "safetensors::no_values",
-            SafetensorsError::BigEndian { .. } => "safetensors::big_endian",
-            SafetensorsError::HeaderTooLarge { .. } => "safetensors::header_too_large",
+            SafetensorsError::DuplicateName { .. } => "edit::safetensors::duplicate_name",
+            SafetensorsError::ReservedName => "edit::safetensors::reserved_name",
+            SafetensorsError::NoValues { .. } => "edit::safetensors::no_values",
+            SafetensorsError::BigEndian { .. } => "edit::safetensors::big_endian",
+            SafetensorsError::HeaderTooLarge { .. } => "edit::safetensors::header_too_large",
             SafetensorsError::Hf(e) => e.code(),
-            SafetensorsError::Commit { .. } => "safetensors::commit",
+            SafetensorsError::Commit { .. } => "edit::safetensors::commit",
             SafetensorsError::Write(e) => e.code(),
             SafetensorsError::Read(e) => e.code(),
         }
@@ -757,7 +757,7 @@ mod tests {
             SafetensorsError::Commit { source: io::Error::from(io::ErrorKind::PermissionDenied) },
         ];
         let mut codes: Vec<&str> = errors.iter().map(SafetensorsError::code).collect();
-        assert!(codes.iter().all(|c| c.starts_with("safetensors::")));
+        assert!(codes.iter().all(|c| c.starts_with("edit::safetensors::")));
         assert!(errors.iter().all(|e| !e.help().is_empty() && !e.to_string().is_empty()));
         codes.sort_unstable();
         codes.dedup();

@@ -521,14 +521,14 @@ fn at(path: &Option<PathBuf>) -> String {
 }
 
 impl ToyError {
-    /// The stable code: `toy::config::invalid`, `toy::write::gguf`, `toy::write::llmw` or
-    /// `toy::io::write`.
+    /// The stable code: `edit::toy::invalid_config`, `edit::toy::write_gguf`, `edit::toy::write_llmw` or
+    /// `edit::toy::io`.
     pub fn code(&self) -> &'static str {
         match self {
-            ToyError::Config { .. } => "toy::config::invalid",
-            ToyError::Gguf { .. } => "toy::write::gguf",
-            ToyError::Llmw { .. } => "toy::write::llmw",
-            ToyError::Io { .. } => "toy::io::write",
+            ToyError::Config { .. } => "edit::toy::invalid_config",
+            ToyError::Gguf { .. } => "edit::toy::write_gguf",
+            ToyError::Llmw { .. } => "edit::toy::write_llmw",
+            ToyError::Io { .. } => "edit::toy::io",
         }
     }
 
@@ -782,7 +782,7 @@ mod tests {
         for (config, field) in cases {
             let err = config.build().unwrap_err();
             assert!(matches!(err, ToyError::Config { field: f, .. } if f == field), "{err}");
-            assert_eq!(err.code(), "toy::config::invalid");
+            assert_eq!(err.code(), "edit::toy::invalid_config");
             assert!(err.to_string().contains(field), "{err}");
         }
         assert_eq!(

@@ -53,7 +53,7 @@ pub(crate) fn dequantize_check(data: &[u8]) {
     assert_eq!(dequantize_scalar(ty, rest, &mut slow), expected, "scalar result, {ty}");
     assert_eq!(dequantize_parallel(ty, rest, &mut par, 2), expected, "parallel result, {ty}");
     if let Err(e) = r {
-        assert!(e.code().starts_with("quants::") && !e.help().is_empty());
+        assert!(e.code().starts_with("quants::dequant::") && !e.help().is_empty());
         return;
     }
     assert_eq!(bits(&fast), bits(&slow), "{ty}: dispatched and scalar kernels differ");
@@ -109,7 +109,7 @@ fn seam(ty: GgmlType, s0: u8, s1: u8, fill: &[u8]) {
         }
         Err(e) => {
             assert!(!sipllm_quants::is_supported(ty), "{ty}: read_f32 failed: {e}");
-            assert_eq!(e.code(), "quants::unsupported_type", "{ty}: {e}");
+            assert_eq!(e.code(), "quants::dequant::unsupported_type", "{ty}: {e}");
         }
     }
 }

@@ -300,7 +300,7 @@ fn check_stream_error(target: &str, e: &StreamError) {
         assert_eq!(code, pe.code(), "{target}: a parse error keeps the parser's code");
         crate::llmw::check_error(target, pe, u64::MAX);
     } else {
-        assert_code(target, "stream error", code, "stream::");
+        assert_code(target, "stream error", code, "streaming::");
     }
     assert_safe_text(target, "stream error Display", &e.to_string(), false);
     let help = e.help();

@@ -341,14 +341,14 @@ fn at(index: Option<u64>) -> String {
 }
 
 impl ConfigError {
-    /// The stable code (`config::missing_key`, …).
+    /// The stable code (`model::config::missing_key`, …).
     pub fn code(&self) -> &'static str {
         match self {
-            ConfigError::Missing { .. } => "config::missing_key",
-            ConfigError::WrongType { .. } => "config::wrong_type",
-            ConfigError::OutOfRange { .. } => "config::out_of_range",
-            ConfigError::WrongLength { .. } => "config::per_layer_length",
-            ConfigError::NotUtf8 { .. } => "config::invalid_utf8",
+            ConfigError::Missing { .. } => "model::config::missing_key",
+            ConfigError::WrongType { .. } => "model::config::wrong_type",
+            ConfigError::OutOfRange { .. } => "model::config::out_of_range",
+            ConfigError::WrongLength { .. } => "model::config::per_layer_length",
+            ConfigError::NotUtf8 { .. } => "model::config::invalid_utf8",
         }
     }
 

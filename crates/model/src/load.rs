@@ -5,12 +5,12 @@
 //! `load_arch_hparams`), the vocabulary keys (`llama_vocab::load`), the tensors
 //! (`load_arch_tensors`' `create_tensor` calls through `check_tensor_dims`, then
 //! `done_getting_tensors`' count) — and reports what the loader would stop at as
-//! [`Finding`]s coded `model::…`. The container (`gguf_init_from_file`'s rules, tensor data
+//! [`Finding`]s coded `model::load::…`. The container (`gguf_init_from_file`'s rules, tensor data
 //! inside the file) is the GGUF parser's `llama-cpp` profile, checked before this.
 //!
 //! Where llama.cpp aborts instead of refusing (`GGML_ASSERT` on a block count of 0 or above
 //! `LLAMA_MAX_LAYERS`, on expert counts that do not fit), the finding is
-//! `model::llama_cpp_crashes`: the file is refused all the same.
+//! `model::load::llama_cpp_crashes`: the file is refused all the same.
 
 use std::fmt;
 
@@ -192,18 +192,18 @@ impl fmt::Display for Issue {
 impl Kind for Issue {
     fn code(&self) -> &'static str {
         match self {
-            Issue::NotGguf => "model::not_gguf",
-            Issue::UnknownArch { .. } => "model::unknown_arch",
-            Issue::MissingKey { .. } => "model::missing_key",
-            Issue::KeyType { .. } | Issue::ArrayLength { .. } => "model::key_type",
-            Issue::BadValue { .. } => "model::bad_value",
-            Issue::MissingTensor { .. } => "model::missing_tensor",
-            Issue::TensorShape { .. } => "model::tensor_shape",
-            Issue::ExtraTensors { .. } => "model::extra_tensors",
-            Issue::BlockCount { .. } => "model::block_count",
-            Issue::LlamaCppCrashes { .. } => "model::llama_cpp_crashes",
-            Issue::MoreTensorFindings { .. } => "model::more_tensor_findings",
-            Issue::TensorsUnchecked { .. } => "model::tensors_unchecked",
+            Issue::NotGguf => "model::load::not_gguf",
+            Issue::UnknownArch { .. } => "model::load::unknown_arch",
+            Issue::MissingKey { .. } => "model::load::missing_key",
+            Issue::KeyType { .. } | Issue::ArrayLength { .. } => "model::load::key_type",
+            Issue::BadValue { .. } => "model::load::bad_value",
+            Issue::MissingTensor { .. } => "model::load::missing_tensor",
+            Issue::TensorShape { .. } => "model::load::tensor_shape",
+            Issue::ExtraTensors { .. } => "model::load::extra_tensors",
+            Issue::BlockCount { .. } => "model::load::block_count",
+            Issue::LlamaCppCrashes { .. } => "model::load::llama_cpp_crashes",
+            Issue::MoreTensorFindings { .. } => "model::load::more_tensor_findings",
+            Issue::TensorsUnchecked { .. } => "model::load::tensors_unchecked",
         }
     }
 

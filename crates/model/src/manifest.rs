@@ -276,10 +276,10 @@ impl fmt::Display for ManifestErrorKind {
 impl Kind for ManifestErrorKind {
     fn code(&self) -> &'static str {
         match self {
-            ManifestErrorKind::SipllmLine { .. } => "manifest::sipllm_line",
-            ManifestErrorKind::GgufHashLine { .. } => "manifest::gguf_hash_line",
-            ManifestErrorKind::NotHex { .. } => "manifest::not_hex",
-            ManifestErrorKind::NoHashLines => "manifest::no_hash_lines",
+            ManifestErrorKind::SipllmLine { .. } => "model::manifest::sipllm_line",
+            ManifestErrorKind::GgufHashLine { .. } => "model::manifest::gguf_hash_line",
+            ManifestErrorKind::NotHex { .. } => "model::manifest::not_hex",
+            ManifestErrorKind::NoHashLines => "model::manifest::no_hash_lines",
         }
     }
 

@@ -53,13 +53,13 @@ pub enum DequantError {
 }
 
 impl DequantError {
-    /// A stable machine-readable code (`quants::…`).
+    /// A stable machine-readable code (`quants::dequant::…`).
     pub fn code(&self) -> &'static str {
         match self {
-            DequantError::UnsupportedType { .. } => "quants::unsupported_type",
-            DequantError::PartialBlock { .. } => "quants::partial_block",
-            DequantError::OutputLength { .. } => "quants::output_length",
-            DequantError::Alloc { .. } => "quants::alloc",
+            DequantError::UnsupportedType { .. } => "quants::dequant::unsupported_type",
+            DequantError::PartialBlock { .. } => "quants::dequant::partial_block",
+            DequantError::OutputLength { .. } => "quants::dequant::output_length",
+            DequantError::Alloc { .. } => "quants::dequant::alloc",
         }
     }
 

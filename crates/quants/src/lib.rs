@@ -249,14 +249,14 @@ mod tests {
         let mut out = vec![0f32; 32];
         assert_eq!(dequantize(GgmlType::Q8_0, &[0u8; 34], &mut out), Ok(()));
         let e = dequantize(GgmlType::Q8_0, &[0u8; 33], &mut out).unwrap_err();
-        assert_eq!(e.code(), "quants::partial_block");
+        assert_eq!(e.code(), "quants::dequant::partial_block");
         assert_eq!(e, DequantError::PartialBlock { ty: GgmlType::Q8_0, len: 33, type_size: 34 });
         let e = dequantize(GgmlType::Q8_0, &[0u8; 68], &mut out).unwrap_err();
         assert_eq!(
             e,
             DequantError::OutputLength { ty: GgmlType::Q8_0, blocks: 2, expected: 64, actual: 32 }
         );
-        assert_eq!(e.code(), "quants::output_length");
+        assert_eq!(e.code(), "quants::dequant::output_length");
     }
 
     #[test]
@@ -274,7 +274,7 @@ mod tests {
         ] {
             let e = dequantize(ty, &[0u8; 8], &mut out).unwrap_err();
             assert_eq!(e, DequantError::UnsupportedType { ty });
-            assert_eq!(e.code(), "quants::unsupported_type");
+            assert_eq!(e.code(), "quants::dequant::unsupported_type");
             assert!(!e.help().is_empty());
         }
         assert_eq!(SUPPORTED.iter().filter(|t| t.is_known()).count(), 26);

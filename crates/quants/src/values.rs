@@ -264,7 +264,7 @@ mod tests {
     fn impossible_sizes_are_alloc_errors() {
         let e = Values::zeroed(usize::MAX).unwrap_err();
         assert_eq!(e, DequantError::Alloc { bytes: (usize::MAX as u64).saturating_mul(4) });
-        assert_eq!(e.code(), "quants::alloc");
+        assert_eq!(e.code(), "quants::dequant::alloc");
         assert!(!e.help().is_empty());
     }
 

@@ -102,26 +102,26 @@ pub enum RemoteErrorKind {
 }
 
 impl RemoteErrorKind {
-    /// The stable code (`remote::range_ignored`, …); [`RemoteError`]'s [`Kind::code`].
+    /// The stable code (`remote::http::range_ignored`, …); [`RemoteError`]'s [`Kind::code`].
     pub fn code(&self) -> &'static str {
         match self {
-            RemoteErrorKind::BadUrl { .. } => "remote::bad_url",
-            RemoteErrorKind::Unsupported { .. } => "remote::unsupported_scheme",
-            RemoteErrorKind::Connect { .. } => "remote::connect",
-            RemoteErrorKind::Timeout { .. } => "remote::timeout",
-            RemoteErrorKind::OpenTimeout { .. } => "remote::open_timeout",
-            RemoteErrorKind::Status => "remote::status",
-            RemoteErrorKind::RangeIgnored => "remote::range_ignored",
-            RemoteErrorKind::BadContentRange { .. } => "remote::bad_content_range",
-            RemoteErrorKind::ShortBody { .. } => "remote::short_body",
-            RemoteErrorKind::UnknownSize => "remote::unknown_size",
-            RemoteErrorKind::RangeNotSatisfiable => "remote::range_not_satisfiable",
-            RemoteErrorKind::Changed { .. } => "remote::changed",
-            RemoteErrorKind::Encoded { .. } => "remote::encoded",
-            RemoteErrorKind::TooManyRedirects { .. } => "remote::too_many_redirects",
-            RemoteErrorKind::BadRedirect { .. } => "remote::bad_redirect",
-            RemoteErrorKind::HttpNotAllowed { .. } => "remote::http_not_allowed",
-            RemoteErrorKind::ObjectStore { .. } => "remote::object_store",
+            RemoteErrorKind::BadUrl { .. } => "remote::url::bad_url",
+            RemoteErrorKind::Unsupported { .. } => "remote::url::unsupported_scheme",
+            RemoteErrorKind::Connect { .. } => "remote::http::connect",
+            RemoteErrorKind::Timeout { .. } => "remote::http::timeout",
+            RemoteErrorKind::OpenTimeout { .. } => "remote::http::open_timeout",
+            RemoteErrorKind::Status => "remote::http::status",
+            RemoteErrorKind::RangeIgnored => "remote::http::range_ignored",
+            RemoteErrorKind::BadContentRange { .. } => "remote::http::bad_content_range",
+            RemoteErrorKind::ShortBody { .. } => "remote::http::short_body",
+            RemoteErrorKind::UnknownSize => "remote::http::unknown_size",
+            RemoteErrorKind::RangeNotSatisfiable => "remote::http::range_not_satisfiable",
+            RemoteErrorKind::Changed { .. } => "remote::http::changed",
+            RemoteErrorKind::Encoded { .. } => "remote::http::encoded",
+            RemoteErrorKind::TooManyRedirects { .. } => "remote::http::too_many_redirects",
+            RemoteErrorKind::BadRedirect { .. } => "remote::http::bad_redirect",
+            RemoteErrorKind::HttpNotAllowed { .. } => "remote::store::http_not_allowed",
+            RemoteErrorKind::ObjectStore { .. } => "remote::store::object_store",
         }
     }
 }
@@ -285,12 +285,12 @@ impl std::error::Error for RemoteError {}
 /// The shared contract of every error kind: a stable `remote::…` code and a help text, so
 /// the CLI renders a remote failure as it renders the parser's and the write side's.
 impl Kind for RemoteError {
-    /// The stable code (`remote::range_ignored`, …).
+    /// The stable code (`remote::http::range_ignored`, …).
     fn code(&self) -> &'static str {
         self.kind.code()
     }
 
-    /// How to fix it; the HTTP status picks among the `remote::status` helps.
+    /// How to fix it; the HTTP status picks among the `remote::http::status` helps.
     fn help(&self) -> &'static str {
         match (&self.kind, self.status) {
             (RemoteErrorKind::BadUrl { .. }, _) => {
@@ -380,7 +380,7 @@ mod tests {
             .with_url("https://cdn/x?sig=secret")
             .with_status(403)
             .with_hop(1);
-        assert_eq!(e.code(), "remote::status");
+        assert_eq!(e.code(), "remote::http::status");
         let shown = e.to_string();
         assert!(!shown.contains("secret"), "{shown}");
         assert!(shown.contains("HTTP 403") && shown.contains("hop 1"), "{shown}");
@@ -445,10 +445,14 @@ mod tests {
             // Through the shared trait, as the CLI renders every error kind.
             let shared: &dyn Kind = &e;
             let code = shared.code();
-            let name = code.strip_prefix("remote::").unwrap_or_else(|| panic!("{code}"));
+            let parts: Vec<&str> = code.split("::").collect();
             assert!(
-                !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
-                "{code} is not remote::snake_case"
+                parts.len() == 3
+                    && parts[0] == "remote"
+                    && ["url", "http", "store"].contains(&parts[1])
+                    && !parts[2].is_empty()
+                    && parts[2].bytes().all(|b| b.is_ascii_lowercase() || b == b'_'),
+                "{code} is not remote::{{url,http,store}}::snake_case"
             );
             assert!(seen.insert(code), "{code} is used by two kinds ({kind:?})");
             assert!(!shared.help().is_empty(), "{code} has no help");

@@ -16,7 +16,7 @@
 //!   one request for exactly its bytes. Bytes go from the socket into the caller's buffer;
 //!   nothing else is cached.
 //! * the first response pins the object's `ETag` (else `Last-Modified`); every later one must
-//!   carry the same, or the read fails with `remote::changed`: bytes of two versions are never
+//!   carry the same, or the read fails with `remote::http::changed`: bytes of two versions are never
 //!   spliced.
 //!
 //! Faults are bounded: connect and per-read timeouts, a total deadline per read call,
@@ -24,7 +24,7 @@
 //! and bodies cut short (resumed where they stopped), at most [`HttpOptions::max_redirects`]
 //! redirects (followed by hand: `Authorization` goes to the first URL's origin only, never
 //! from `https` to `http`). A `200` to a ranged request is abandoned unread
-//! (`remote::range_ignored`).
+//! (`remote::http::range_ignored`).
 
 use std::fmt;
 use std::io::{self, Read};
@@ -55,7 +55,7 @@ pub struct HttpOptions {
     /// [`open_model`](crate::open_model) the whole header — of every shard of a split set —
     /// however many read calls it takes (default 300 s). The per-call
     /// [`deadline`](Self::deadline) alone would let a server that drips bytes stretch a
-    /// header of many reads without bound. Running out is `remote::open_timeout`.
+    /// header of many reads without bound. Running out is `remote::http::open_timeout`.
     pub open_deadline: Duration,
     /// Retries after the first attempt, on 429/5xx, transport errors and short bodies
     /// (default 3).
@@ -197,7 +197,7 @@ impl State {
     }
 }
 
-/// `e`, or `remote::open_timeout` (with `e`'s URL, hop and status) when the open deadline
+/// `e`, or `remote::http::open_timeout` (with `e`'s URL, hop and status) when the open deadline
 /// `until` has run out and `e` is what running out of time looks like: a timeout, or a
 /// transient failure (a broken connection or body, 429/5xx) whose retries the deadline cut
 /// short. Any other error (a changed object, a bad range) is itself the reason.

@@ -10,7 +10,7 @@
 //! * [`open_model`] opens a remote model whatever its format, and a shard of a split set as
 //!   the whole set (the other shards' URLs derived from its name); [`open_url`] does it from
 //!   the URL as a person types it (what the CLI and the Python package call).
-//! * [`RemoteError`] carries a stable code (`remote::range_ignored`, …), the URL (credentials
+//! * [`RemoteError`] carries a stable code (`remote::http::range_ignored`, …), the URL (credentials
 //!   redacted), the HTTP status and the hop; it travels inside the `io::Error` of a read.
 //!
 //! The default build has no async runtime: the client is `ureq` (synchronous, rustls). The

@@ -8,7 +8,7 @@
 //! (`AmazonS3Builder::from_env`: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
 //! `AWS_ENDPOINT_URL`, `AWS_ALLOW_HTTP`, …; `GOOGLE_*` for GCS; `AZURE_*` for Azure). A
 //! plain `http://` S3 endpoint without `AWS_ALLOW_HTTP=true` is refused before any request,
-//! naming the variable (`remote::http_not_allowed`).
+//! naming the variable (`remote::store::http_not_allowed`).
 
 use std::fmt;
 use std::io;

@@ -143,7 +143,7 @@ fn open_error(url: &RemoteUrl, e: RemoteError) -> StreamError {
 ///
 /// The sources share one connection pool (a set's shards are siblings on one host), a
 /// shard's open response body is closed once its header is read, and the whole open — every
-/// shard's header — is bounded by [`HttpOptions::open_deadline`] (`remote::open_timeout`).
+/// shard's header — is bounded by [`HttpOptions::open_deadline`] (`remote::http::open_timeout`).
 pub fn open_model(
     url: &RemoteUrl,
     http: &HttpOptions,

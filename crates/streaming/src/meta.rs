@@ -815,7 +815,7 @@ mod tests {
         assert_eq!(list.get(1), Some(-2));
         assert_eq!(list.to_vec::<i32>().unwrap(), vec![1, -2, 300]);
         let err = list.to_vec::<u8>().unwrap_err();
-        assert_eq!(err.code(), "stream::meta::out_of_range");
+        assert_eq!(err.code(), "streaming::meta::out_of_range");
         assert_eq!(err.to_string(), "metadata key \"k.ints\"[1]: value -2 does not fit u8");
 
         let floats = [0.5f64, 1e-5];
@@ -834,10 +834,10 @@ mod tests {
     #[test]
     fn expect_names_key_and_types() {
         let e = expect("a.b", Some(Meta::Float(1.0)), MetaKind::Int, Meta::as_int).unwrap_err();
-        assert_eq!(e.code(), "stream::meta::type_mismatch");
+        assert_eq!(e.code(), "streaming::meta::type_mismatch");
         assert_eq!(e.to_string(), "metadata key \"a.b\": expected integer, found float");
         let e = expect("a.c", None, MetaKind::Int, Meta::as_int).unwrap_err();
-        assert_eq!(e.code(), "stream::meta::missing");
+        assert_eq!(e.code(), "streaming::meta::missing");
         assert_eq!(e.to_string(), "metadata key \"a.c\" is missing");
         assert_eq!(expect("a.d", Some(Meta::Int(7)), MetaKind::Int, Meta::as_int).unwrap(), 7);
     }

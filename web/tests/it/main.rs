@@ -123,7 +123,7 @@ fn a_malformed_file_reports_its_finding_over_its_bytes() {
 fn what_is_not_a_model_says_why() {
     let r = json(&report(Sparse::new(b"PK\x03\x04 a zip file".to_vec(), 18), "x.zip", 8));
     assert_eq!(r["validate"]["valid"], false);
-    assert_eq!(r["validate"]["findings"][0]["code"], "stream::open::unknown_magic");
+    assert_eq!(r["validate"]["findings"][0]["code"], "streaming::open::unknown_magic");
     assert_eq!(r["header"], serde_json::Value::Null);
 }
 

@@ -243,7 +243,7 @@ pub fn pending_backup_finding(file: &Path, backup: &Path) -> Finding {
 
 /// The code of [`pending_backup_finding`]: the write side's, for the same state (an edit
 /// refused while the backup exists).
-const PENDING_BACKUP: &str = "in_place::pending";
+const PENDING_BACKUP: &str = "edit::in_place::pending";
 
 /// Compiles `--filter`, or reports the bad pattern on standard error (exit code 2).
 pub fn compile_filter(pattern: Option<&str>) -> Result<Option<Glob>, Exit> {

@@ -422,14 +422,7 @@ fn audit(args: &TemplateAuditArgs, ctx: &Ctx) -> io::Result<Exit> {
             && t.name.is_none()
             && !want.eq_ignore_ascii_case(&t.sha256)
         {
-            findings.insert(0, AuditFinding {
-                code: "audit::sha256_mismatch",
-                severity: template::Severity::Error,
-                line: 1,
-                column: 1,
-                message: format!("sha256 {} is not the expected {}", t.sha256, escape::str(want)),
-                help: "the template differs from the one you checked: review it before trusting this file",
-            });
+            findings.insert(0, template::sha256_mismatch(&t.sha256, &escape::str(want)));
         }
         results.push((t, findings));
     }

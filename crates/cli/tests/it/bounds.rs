@@ -271,7 +271,7 @@ fn every_command_refuses_a_fifo_instead_of_hanging() {
         assert_eq!(run.code, Some(2), "{args:?}: {}", run.transcript());
         let all = format!("{}{}", run.stdout, run.stderr);
         assert!(all.contains("a FIFO (pipe), not a regular file"), "{args:?}: {all}");
-        assert!(all.contains("stream::open::not_a_file"), "{args:?}: {all}");
+        assert!(all.contains("streaming::open::not_a_file"), "{args:?}: {all}");
     }
     // `validate` of several files judges the FIFO and goes on to the next.
     let run = sipllm_within(&dir, &["validate", "f.gguf", "m.gguf"], Stdio::null());
@@ -294,7 +294,7 @@ fn every_command_refuses_a_fifo_instead_of_hanging() {
         let run = sipllm_within(&dir, args, Stdio::null());
         assert_eq!(run.code, Some(2), "{args:?}: {}", run.transcript());
         let all = format!("{}{}", run.stdout, run.stderr);
-        assert!(all.contains("stream::open::not_a_file"), "{args:?}: {all}");
+        assert!(all.contains("streaming::open::not_a_file"), "{args:?}: {all}");
         assert!(
             all.contains("m-00002-of-00003.gguf: cannot open: it is a FIFO (pipe)"),
             "{args:?}: {all}"

@@ -236,7 +236,7 @@ fn safetensors_by_extension_or_to_from_a_file_or_a_split_set() {
     // --names hf of a model transformers has no names for: refused, nothing written.
     let run = sipllm(&dir, &["convert", "m.gguf", "h.safetensors", "--names", "hf"]);
     assert_eq!(run.code, Some(2), "{}", run.transcript());
-    assert!(run.stderr.contains("safetensors::hf_key"), "{}", run.stderr);
+    assert!(run.stderr.contains("edit::safetensors::hf_key"), "{}", run.stderr);
     assert!(!dir.join("h.safetensors").exists() && !dir.join("config.json").exists());
     // An output that is the input is refused.
     let run = sipllm(&dir, &["convert", "m.gguf", "m.gguf", "--to", "safetensors"]);

@@ -25,7 +25,7 @@ fn valid_invalid_and_missing_files() {
     assert_eq!(sipllm(&dir, &["validate", &good, &bad]).code, Some(1));
     let missing = sipllm(&dir, &["validate", "no-such-file.gguf"]);
     assert_eq!(missing.code, Some(2));
-    assert!(missing.stdout.contains("stream::io::open"), "{}", missing.transcript());
+    assert!(missing.stdout.contains("streaming::io::open"), "{}", missing.transcript());
     assert!(missing.stdout.contains("no-such-file.gguf"));
     assert_eq!(sipllm(&dir, &["validate", &bad, "no-such-file.gguf"]).code, Some(2));
     // A directory is not a model file.

@@ -108,7 +108,7 @@ fn refusals_have_codes_and_exit_2() {
     let file = llama3(&dir);
     let run = sipllm(&dir, &["fit", &file, "-ctv", "q4_0", "-fa", "off"]);
     assert_eq!(run.code, Some(2), "{}", run.transcript());
-    assert!(run.stderr.contains("fit::needs_flash_attn"), "{}", run.transcript());
+    assert!(run.stderr.contains("model::fit::needs_flash_attn"), "{}", run.transcript());
     // Auto turns flash attention on for a quantized V cache, as llama.cpp does.
     assert_eq!(sipllm(&dir, &["fit", &file, "-ctv", "q4_0", "-fa", "auto"]).code, Some(0));
     let bad = sipllm(&dir, &["fit", &file, "-ctk", "q4_K"]);
@@ -125,7 +125,9 @@ fn refusals_have_codes_and_exit_2() {
     std::fs::write(&path, shared_kv).unwrap();
     let run = sipllm(&dir, &["fit", path.to_str().unwrap()]);
     assert_eq!(run.code, Some(2), "{}", run.transcript());
-    assert!(run.stderr.contains("fit::unsupported_arch") && run.stderr.contains("KV sharing"));
+    assert!(
+        run.stderr.contains("model::fit::unsupported_arch") && run.stderr.contains("KV sharing")
+    );
     assert!(run.stdout.is_empty(), "no number for an unmodelled architecture");
 }
 

@@ -62,9 +62,13 @@ fn validate_json_lines() {
     let stable: String = run
         .stdout
         .lines()
-        .map(
-            |l| if l.contains("stream::io::open") { "<missing.gguf: stream::io::open>" } else { l },
-        )
+        .map(|l| {
+            if l.contains("streaming::io::open") {
+                "<missing.gguf: streaming::io::open>"
+            } else {
+                l
+            }
+        })
         .map(|l| format!("{l}\n"))
         .collect();
     golden("validate/json-lines.txt", &stable);

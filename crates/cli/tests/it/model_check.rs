@@ -49,7 +49,7 @@ fn validate_model_gives_llama_cpp_s_verdict_and_exit_code() {
     let run = sipllm(&dir, &["validate", "--model", "--format", "json", "bad.gguf"]);
     assert_eq!(run.code, Some(1));
     let line: serde_json::Value = serde_json::from_str(run.stdout.lines().next().unwrap()).unwrap();
-    assert_eq!(line["code"], "model::missing_key");
+    assert_eq!(line["code"], "model::load::missing_key");
     assert!(line["message"].as_str().unwrap().contains("llama.attention.layer_norm_rms_epsilon"));
     assert!(line["help"].as_str().unwrap().contains("get_key"));
 }
@@ -63,7 +63,7 @@ fn validate_model_names_a_crash() {
     });
     let run = sipllm(&dir, &["validate", "--model", "zero.gguf"]);
     assert_eq!(run.code, Some(1), "{}", run.transcript());
-    assert!(run.stdout.contains("model::block_count"), "{}", run.transcript());
+    assert!(run.stdout.contains("model::load::block_count"), "{}", run.transcript());
     assert!(run.stdout.contains("llama.cpp crashes on it"), "{}", run.transcript());
 }
 
@@ -76,5 +76,5 @@ fn without_model_validate_is_unchanged_and_a_header_only_file_stops_at_the_conta
     let run = sipllm(&dir, &["validate", "--model", "h.gguf"]);
     assert_eq!(run.code, Some(1), "{}", run.transcript());
     assert!(run.stdout.contains("gguf::"), "{}", run.transcript());
-    assert!(!run.stdout.contains("model::"), "{}", run.transcript());
+    assert!(!run.stdout.contains("model::load::"), "{}", run.transcript());
 }

@@ -115,7 +115,7 @@ fn no_command_writes_over_its_own_input() {
             let run = sipllm(&dir, &args);
             assert_eq!(run.code, Some(2), "{args:?}: {}", run.transcript());
             assert!(
-                run.stderr.contains("write::output_is_input")
+                run.stderr.contains("edit::write::output_is_input")
                     || run.stderr.contains("ends in .gguf"),
                 "{args:?}: {}",
                 run.transcript()
@@ -127,7 +127,7 @@ fn no_command_writes_over_its_own_input() {
     fs::hard_link(dir.join("m.gguf"), dir.join("m.llmw")).unwrap();
     let run = sipllm(&dir, &["convert", "m.gguf", "m.llmw"]);
     assert_eq!(run.code, Some(2), "{}", run.transcript());
-    assert!(run.stderr.contains("write::output_is_input"), "{}", run.stderr);
+    assert!(run.stderr.contains("edit::write::output_is_input"), "{}", run.stderr);
     assert!(run.stderr.contains("the output m.llmw is the input m.gguf"), "{}", run.stderr);
     assert_eq!(fs::read(dir.join("m.gguf")).unwrap(), bytes);
     // A manifest elsewhere is still written.
@@ -306,7 +306,7 @@ fn merge_refusing_a_shard_as_output_says_why() {
     let before = fs::read(dir.join("m-00002-of-00003.gguf")).unwrap();
     let run = sipllm(&dir, &["merge", "m-00001-of-00003.gguf", "m-00002-of-00003.gguf"]);
     assert_eq!(run.code, Some(2), "{}", run.transcript());
-    assert!(run.stderr.contains("write::output_is_input"), "{}", run.stderr);
+    assert!(run.stderr.contains("edit::write::output_is_input"), "{}", run.stderr);
     assert!(!run.stderr.contains("choose a limit"), "split's help: {}", run.stderr);
     assert_eq!(fs::read(dir.join("m-00002-of-00003.gguf")).unwrap(), before);
 }
@@ -467,7 +467,7 @@ fn two_splits_into_one_directory_never_destroy_each_others_shards() {
     sipllm_streaming::lock::try_lock_exclusive(&held, &dir).unwrap();
     let run = sipllm(&dir, &split);
     assert_eq!(run.code, Some(2), "{}", run.transcript());
-    assert!(run.stderr.contains("split::busy"), "{}", run.stderr);
+    assert!(run.stderr.contains("edit::split::busy"), "{}", run.stderr);
     assert!(run.stderr.contains("another split is writing into"), "{}", run.stderr);
     assert_eq!(names(&dir), before);
     drop(held);
@@ -492,7 +492,7 @@ fn two_splits_into_one_directory_never_destroy_each_others_shards() {
             let err = String::from_utf8_lossy(&out.stderr);
             match out.status.code() {
                 Some(0) => {}
-                Some(2) => assert!(err.contains("split::busy"), "round {round}: {err}"),
+                Some(2) => assert!(err.contains("edit::split::busy"), "round {round}: {err}"),
                 c => panic!("round {round}: exit {c:?}: {err}"),
             }
         }
@@ -531,30 +531,30 @@ fn readers_warn_of_a_pending_header_backup() {
     write(&dir, "m.gguf", &editable());
     let quiet = sipllm(&dir, &["validate", "m.gguf"]);
     assert_eq!(quiet.code, Some(0), "{}", quiet.transcript());
-    assert!(!quiet.stdout.contains("in_place::pending"), "{}", quiet.stdout);
+    assert!(!quiet.stdout.contains("edit::in_place::pending"), "{}", quiet.stdout);
     let backup = write(&dir, ".m.gguf.header-backup", b"a record");
 
     let run = sipllm(&dir, &["validate", "m.gguf"]);
     assert_eq!(run.code, Some(0), "{}", run.transcript());
-    assert!(run.stdout.contains("in_place::pending"), "{}", run.stdout);
+    assert!(run.stdout.contains("edit::in_place::pending"), "{}", run.stdout);
     assert!(run.stdout.contains("sipllm edit --recover m.gguf"), "{}", run.stdout);
     assert!(run.stdout.contains("valid, 1 warning"), "{}", run.stdout);
     let run = sipllm(&dir, &["validate", "--deny-warnings", "m.gguf"]);
     assert_eq!(run.code, Some(1), "{}", run.transcript());
     let run = sipllm(&dir, &["validate", "--format", "json", "m.gguf"]);
     let line: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
-    assert_eq!(line["code"], "in_place::pending");
+    assert_eq!(line["code"], "edit::in_place::pending");
     assert_eq!(line["severity"], "warning");
 
     let run = sipllm(&dir, &["inspect", "m.gguf"]);
     assert_eq!(run.code, Some(0), "{}", run.transcript());
-    assert!(run.stderr.contains("in_place::pending"), "{}", run.stderr);
+    assert!(run.stderr.contains("edit::in_place::pending"), "{}", run.stderr);
     assert!(run.stderr.contains("sipllm edit --recover m.gguf"), "{}", run.stderr);
     let run = sipllm(&dir, &["inspect", "--json", "m.gguf"]);
-    assert!(run.stderr.contains("in_place::pending"), "{}", run.stderr);
+    assert!(run.stderr.contains("edit::in_place::pending"), "{}", run.stderr);
     serde_json::from_str::<serde_json::Value>(&run.stdout).expect("standard output stays JSON");
 
     fs::remove_file(backup).unwrap();
     let run = sipllm(&dir, &["inspect", "m.gguf"]);
-    assert!(!run.stderr.contains("in_place::pending"), "{}", run.stderr);
+    assert!(!run.stderr.contains("edit::in_place::pending"), "{}", run.stderr);
 }

@@ -127,7 +127,7 @@ fn broken_sets_and_refusals_have_their_exit_codes() {
         assert_eq!(run.code, Some(1), "{command}: {}", run.transcript());
         // Unwrapped: the diagnostic wraps long lines at 100 columns.
         let all = format!("{}{}", run.stdout, run.stderr).replace("\n  │ ", "");
-        assert!(all.contains("stream::split::missing_shard"), "{command}: {all}");
+        assert!(all.contains("streaming::split::missing_shard"), "{command}: {all}");
         assert!(all.contains(&format!("{} does not exist", names[1])), "{command}: {all}");
     }
     let run = sipllm(&dir, &["merge", &names[0], "m.gguf"]);
@@ -138,7 +138,7 @@ fn broken_sets_and_refusals_have_their_exit_codes() {
     fs::copy(dir.join(&names[2]), dir.join(&names[1])).unwrap();
     let run = sipllm(&dir, &["inspect", &names[0]]);
     assert_eq!(run.code, Some(1), "{}", run.transcript());
-    assert!(run.stderr.contains("stream::split::name_mismatch"), "{}", run.stderr);
+    assert!(run.stderr.contains("streaming::split::name_mismatch"), "{}", run.stderr);
     assert!(
         run.stderr.contains(&format!("{}: the file name says shard 2 of 3", names[1])),
         "{}",
@@ -147,13 +147,13 @@ fn broken_sets_and_refusals_have_their_exit_codes() {
     let run = sipllm(&dir, &["validate", "--format", "json", &names[0]]);
     let finding = json(run.stdout.lines().next().unwrap());
     assert_eq!(finding["file"], names[1].as_str());
-    assert_eq!(finding["code"], "stream::split::name_mismatch");
+    assert_eq!(finding["code"], "streaming::split::name_mismatch");
 
     // Requests that do not fit the file: exit code 2.
     for (args, code) in [
-        (vec!["split", &names[0], "--max-tensors", "1"], "split::already_split"),
-        (vec!["merge", "tiny.gguf", "out.gguf"], "stream::split::not_a_set"),
-        (vec!["merge", &names[0], &names[2]], "stream::split::name_mismatch"),
+        (vec!["split", &names[0], "--max-tensors", "1"], "edit::split::already_split"),
+        (vec!["merge", "tiny.gguf", "out.gguf"], "streaming::split::not_a_set"),
+        (vec!["merge", &names[0], &names[2]], "streaming::split::name_mismatch"),
     ] {
         let run = sipllm(&dir, &args);
         let expected = if code.ends_with("name_mismatch") { 1 } else { 2 };
@@ -175,7 +175,7 @@ fn broken_sets_and_refusals_have_their_exit_codes() {
     fs::write(dir.join("empty.gguf"), GgufBuilder::new().build()).unwrap();
     let run = sipllm(&dir, &["split", "empty.gguf", "--max-tensors", "1"]);
     assert_eq!(run.code, Some(2), "{}", run.transcript());
-    assert!(run.stderr.contains("split::refused"), "{}", run.stderr);
+    assert!(run.stderr.contains("edit::split::refused"), "{}", run.stderr);
     assert!(run.stderr.contains("nothing to split"), "{}", run.stderr);
 }
 

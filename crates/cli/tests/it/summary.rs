@@ -150,9 +150,9 @@ fn the_json_summary_follows_its_schema() {
     assert_eq!(
         codes,
         [
-            ("config::missing_key", "llama.context_length"),
-            ("config::missing_key", "llama.embedding_length"),
-            ("config::wrong_type", "llama.block_count"),
+            ("model::config::missing_key", "llama.context_length"),
+            ("model::config::missing_key", "llama.embedding_length"),
+            ("model::config::wrong_type", "llama.block_count"),
         ]
     );
     assert_eq!(doc["summary"]["hyperparameters"]["block_count"], Json::Null);

@@ -81,7 +81,11 @@ fn render_writes_exactly_the_prompt_with_the_models_tokens() {
     let run =
         sipllm(&dir, &["template", "render", "--template", "t.jinja", "--messages", "two.json"]);
     assert_eq!(run.code, Some(1));
-    assert!(run.stderr.contains("template::raised") && run.stdout.is_empty(), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("model::template::raised") && run.stdout.is_empty(),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -104,9 +108,9 @@ fn batch_answers_each_case_in_order() {
     assert_eq!(lines.len(), 5);
     assert_eq!(lines[0]["ok"], "<|begin|><|user|>Hi\n<|assistant|>");
     assert_eq!(lines[1]["ok"], "one!");
-    assert_eq!(lines[2]["err"]["code"], "template::syntax");
+    assert_eq!(lines[2]["err"]["code"], "model::template::syntax");
     assert_eq!(lines[3]["ok"], "<x>");
-    assert_eq!(lines[4]["err"]["code"], "template::input");
+    assert_eq!(lines[4]["err"]["code"], "model::template::input");
 }
 
 #[test]
@@ -115,12 +119,12 @@ fn audit_exits_by_its_findings_in_every_format() {
     model(&dir);
     let run = sipllm(&dir, &["template", "audit", "m.gguf", "--name", "evil"]);
     assert_eq!(run.code, Some(1));
-    assert!(run.stdout.contains("error[audit::dunder]"), "{}", run.stdout);
+    assert!(run.stdout.contains("error[model::audit::dunder]"), "{}", run.stdout);
     let run = sipllm(&dir, &["template", "audit", "m.gguf", "--format", "sarif"]);
     assert_eq!(run.code, Some(1));
     let sarif: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(sarif["version"], "2.1.0");
-    assert_eq!(sarif["runs"][0]["results"][0]["ruleId"], "audit::dunder");
+    assert_eq!(sarif["runs"][0]["results"][0]["ruleId"], "model::audit::dunder");
     std::fs::write(dir.join("t.jinja"), TEMPLATE).unwrap();
     let run = sipllm(&dir, &["template", "audit", "--template", "t.jinja", "--format", "json"]);
     assert_eq!(run.code, Some(0), "{}", run.stdout);
@@ -132,7 +136,7 @@ fn audit_exits_by_its_findings_in_every_format() {
     let run =
         sipllm(&dir, &["template", "audit", "--template", "t.jinja", "--expect-sha256", "00"]);
     assert_eq!(run.code, Some(1));
-    assert!(run.stdout.contains("audit::sha256_mismatch"), "{}", run.stdout);
+    assert!(run.stdout.contains("model::audit::sha256_mismatch"), "{}", run.stdout);
     let run = sipllm(&dir, &["template", "audit", "--template", "missing.jinja"]);
     assert_eq!(run.code, Some(2));
 }
@@ -144,8 +148,8 @@ fn lint_reports_and_exits_one() {
     let run = sipllm(&dir, &["template", "lint", "--template", "t.jinja"]);
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert!(
-        run.stdout.contains("lint::missing_content")
-            && run.stdout.contains("lint::generation_prompt_ignored"),
+        run.stdout.contains("model::lint::missing_content")
+            && run.stdout.contains("model::lint::generation_prompt_ignored"),
         "{}",
         run.stdout
     );

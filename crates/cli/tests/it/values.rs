@@ -68,7 +68,7 @@ fn read_as_f32_values_ranges_and_refusals() {
     // A type without values: a typed error, nothing written to the output.
     let run = sipllm(&dir, &["read", &file, "ids", "--as", "f32", "-o", o]);
     assert_eq!(run.code, Some(1), "{}", run.transcript());
-    assert!(run.stderr.contains("quants::unsupported_type"), "{}", run.stderr);
+    assert!(run.stderr.contains("quants::dequant::unsupported_type"), "{}", run.stderr);
     // --format needs --as.
     let run = sipllm(&dir, &["read", &file, "w", "--format", "npy", "-o", o]);
     assert_eq!(run.code, Some(2));

@@ -2,10 +2,10 @@
 //! `&'static str` help through [`Kind`] (the trait the parsers' findings and the read side's
 //! [`StreamError`] implement):
 //!
-//! * [`WriteError`] (`write::…`): creating, writing and committing an output file, the
+//! * [`WriteError`] (`edit::write::…`): creating, writing and committing an output file, the
 //!   header or tensor data given to a builder, an output that is its input.
-//! * [`SplitError`] (`split::…`): what splitting or merging refuses, or a write of it failing.
-//! * [`InPlaceError`] (`in_place::…`): the crash-safe header rewrite and its recovery.
+//! * [`SplitError`] (`edit::split::…`): what splitting or merging refuses, or a write of it failing.
+//! * [`InPlaceError`] (`edit::in_place::…`): the crash-safe header rewrite and its recovery.
 //! * [`EditError`](crate::header::EditError) (`edit::…`) and
 //!   [`ConvertError`](crate::convert::ConvertError) (`convert::…`) live with their modules,
 //!   and [`InputError`](crate::InputError) (`input::…`) with [`read_capped`](crate::read_capped).
@@ -122,13 +122,13 @@ fn which_input(input: &Path, output: &Path) -> String {
 impl Kind for WriteError {
     fn code(&self) -> &'static str {
         match self {
-            WriteError::Create { .. } => "write::create",
-            WriteError::Write { .. } => "write::io",
-            WriteError::Header { .. } => "write::header",
-            WriteError::Llmw { .. } => "write::llmw",
-            WriteError::MissingData { .. } => "write::missing_data",
-            WriteError::DataLength { .. } => "write::data_length",
-            WriteError::OutputIsInput { .. } => "write::output_is_input",
+            WriteError::Create { .. } => "edit::write::create",
+            WriteError::Write { .. } => "edit::write::io",
+            WriteError::Header { .. } => "edit::write::header",
+            WriteError::Llmw { .. } => "edit::write::llmw",
+            WriteError::MissingData { .. } => "edit::write::missing_data",
+            WriteError::DataLength { .. } => "edit::write::data_length",
+            WriteError::OutputIsInput { .. } => "edit::write::output_is_input",
             WriteError::Read(e) => e.code(),
         }
     }

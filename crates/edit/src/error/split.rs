@@ -125,9 +125,9 @@ pub enum SplitError {
 impl Kind for SplitError {
     fn code(&self) -> &'static str {
         match self {
-            SplitError::AlreadySplit { .. } => "split::already_split",
-            SplitError::Refused { .. } => "split::refused",
-            SplitError::Busy { .. } => "split::busy",
+            SplitError::AlreadySplit { .. } => "edit::split::already_split",
+            SplitError::Refused { .. } => "edit::split::refused",
+            SplitError::Busy { .. } => "edit::split::busy",
             SplitError::Write(e) => e.code(),
             SplitError::Read(e) => e.code(),
         }

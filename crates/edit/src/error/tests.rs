@@ -12,38 +12,41 @@ fn boxed(e: impl Kind + 'static) -> Box<dyn Kind> {
 fn every_variant_has_a_distinct_stable_code_and_help() {
     let io = || io::Error::from(io::ErrorKind::PermissionDenied);
     let cases: Vec<(Box<dyn Kind>, &str)> = vec![
-        (boxed(WriteError::Create { path: "m.gguf".into(), source: io() }), "write::create"),
-        (boxed(WriteError::Write { path: "m.gguf".into(), offset: 5, source: io() }), "write::io"),
+        (boxed(WriteError::Create { path: "m.gguf".into(), source: io() }), "edit::write::create"),
+        (
+            boxed(WriteError::Write { path: "m.gguf".into(), offset: 5, source: io() }),
+            "edit::write::io",
+        ),
         (
             boxed(WriteError::Header {
                 source: sipllm_gguf::writer::HeaderWriteError::BadAlignment,
             }),
-            "write::header",
+            "edit::write::header",
         ),
         (
             boxed(WriteError::Llmw {
                 path: "m.llmw".into(),
                 source: sipllm_llmw::LlmwWriteError::EmptyKey,
             }),
-            "write::llmw",
+            "edit::write::llmw",
         ),
-        (boxed(WriteError::MissingData { tensor: "t".into() }), "write::missing_data"),
+        (boxed(WriteError::MissingData { tensor: "t".into() }), "edit::write::missing_data"),
         (
             boxed(WriteError::DataLength { tensor: "t".into(), expected: 4, got: 5 }),
-            "write::data_length",
+            "edit::write::data_length",
         ),
         (
             boxed(SplitError::AlreadySplit { path: "m.gguf".into(), split_no: 0, count: 2 }),
-            "split::already_split",
+            "edit::split::already_split",
         ),
         (
             boxed(SplitError::Refused { path: "m.gguf".into(), reason: SplitRefusal::NoTensors }),
-            "split::refused",
+            "edit::split::refused",
         ),
-        (boxed(SplitError::Busy { path: "m.gguf".into(), dir: "out".into() }), "split::busy"),
+        (boxed(SplitError::Busy { path: "m.gguf".into(), dir: "out".into() }), "edit::split::busy"),
         (
             boxed(InPlaceError::Length { path: "m.gguf".into(), old: 576, new: 608 }),
-            "in_place::length_mismatch",
+            "edit::in_place::length_mismatch",
         ),
         (
             boxed(InPlaceError::BackupWrite {
@@ -51,11 +54,11 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 backup: ".m.gguf.header-backup".into(),
                 source: io(),
             }),
-            "in_place::backup_write",
+            "edit::in_place::backup_write",
         ),
         (
             boxed(InPlaceError::RolledBack { path: "m.gguf".into(), offset: 0, source: io() }),
-            "in_place::rolled_back",
+            "edit::in_place::rolled_back",
         ),
         (
             boxed(InPlaceError::Torn {
@@ -64,7 +67,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 offset: 4096,
                 source: io(),
             }),
-            "in_place::torn",
+            "edit::in_place::torn",
         ),
         (
             boxed(InPlaceError::BackupRemove {
@@ -73,14 +76,14 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 recovered: false,
                 source: io(),
             }),
-            "in_place::backup_remove",
+            "edit::in_place::backup_remove",
         ),
         (
             boxed(InPlaceError::NoBackup {
                 path: "m.gguf".into(),
                 backup: ".m.gguf.header-backup".into(),
             }),
-            "in_place::no_backup",
+            "edit::in_place::no_backup",
         ),
         (
             boxed(InPlaceError::BackupRead {
@@ -88,7 +91,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 backup: ".m.gguf.header-backup".into(),
                 source: io(),
             }),
-            "in_place::backup_read",
+            "edit::in_place::backup_read",
         ),
         (
             boxed(InPlaceError::BadBackup {
@@ -96,7 +99,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 backup: ".m.gguf.header-backup".into(),
                 defect: BackupDefect::NotARecord,
             }),
-            "in_place::bad_backup",
+            "edit::in_place::bad_backup",
         ),
         (
             boxed(InPlaceError::WrongModel {
@@ -105,7 +108,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 len: 2432,
                 recorded_len: 2433,
             }),
-            "in_place::wrong_model",
+            "edit::in_place::wrong_model",
         ),
         (
             boxed(InPlaceError::RestoreWrite {
@@ -113,14 +116,14 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 backup: ".m.gguf.header-backup".into(),
                 source: io(),
             }),
-            "in_place::restore_write",
+            "edit::in_place::restore_write",
         ),
         (
             boxed(InPlaceError::RestoreMismatch {
                 path: "m.gguf".into(),
                 backup: ".m.gguf.header-backup".into(),
             }),
-            "in_place::restore_mismatch",
+            "edit::in_place::restore_mismatch",
         ),
         (
             boxed(InPlaceError::RestoredInvalid {
@@ -128,15 +131,15 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 backup: ".m.gguf.header-backup".into(),
                 source: Box::new(StreamError::TooShort { path: Some("m.gguf".into()), len: 0 }),
             }),
-            "in_place::restored_invalid",
+            "edit::in_place::restored_invalid",
         ),
         (
             boxed(InputError::TooLarge { path: "/dev/zero".into(), max: 1 << 26 }),
-            "input::too_large",
+            "edit::input::too_large",
         ),
         (
             boxed(InputError::EmptyStream { path: "t.fifo".into(), kind: FileKind::Fifo }),
-            "input::empty_stream",
+            "edit::input::empty_stream",
         ),
         (
             boxed(WriteError::OutputIsInput {
@@ -144,33 +147,33 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 output: "link.gguf".into(),
                 what: "the manifest",
             }),
-            "write::output_is_input",
+            "edit::write::output_is_input",
         ),
-        (boxed(InPlaceError::Changed { path: "m.gguf".into() }), "in_place::changed"),
+        (boxed(InPlaceError::Changed { path: "m.gguf".into() }), "edit::in_place::changed"),
         (
             boxed(InPlaceError::FileTooShort { path: "m.gguf".into(), len: 10, header_len: 64 }),
-            "in_place::file_too_short",
+            "edit::in_place::file_too_short",
         ),
         (
             boxed(InPlaceError::Pending {
                 path: "m.gguf".into(),
                 backup: ".m.gguf.header-backup".into(),
             }),
-            "in_place::pending",
+            "edit::in_place::pending",
         ),
         (
             boxed(InPlaceError::OtherFile {
                 path: "m.gguf".into(),
                 backup: ".m.gguf.header-backup".into(),
             }),
-            "in_place::other_file",
+            "edit::in_place::other_file",
         ),
         (
             boxed(InPlaceError::BackupMismatch {
                 path: "m.gguf".into(),
                 backup: ".m.gguf.header-backup".into(),
             }),
-            "in_place::backup_mismatch",
+            "edit::in_place::backup_mismatch",
         ),
     ];
     let mut codes: Vec<&str> = cases.iter().map(|(e, _)| e.code()).collect();
@@ -185,7 +188,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
     let split =
         |code: &str| cases.iter().map(|(e, _)| e).find(|e| e.code() == code).map(|e| e.to_string());
     assert_eq!(
-        split("write::output_is_input").unwrap(),
+        split("edit::write::output_is_input").unwrap(),
         "the manifest link.gguf is the input m.gguf (another name for it): writing it would \
          destroy the input; nothing was written"
     );

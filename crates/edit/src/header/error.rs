@@ -1,4 +1,4 @@
-//! What an edit refuses or fails with: [`EditError`] (`edit::…`), and [`EditErrors`], every
+//! What an edit refuses or fails with: [`EditError`] (`edit::header::…`), and [`EditErrors`], every
 //! one of them at once.
 
 use std::fmt;
@@ -393,26 +393,26 @@ pub fn type_label(ty: ValueType, elem: Option<ValueType>) -> String {
 impl Kind for EditError {
     fn code(&self) -> &'static str {
         match self {
-            EditError::BadName { .. } => "edit::bad_name",
+            EditError::BadName { .. } => "edit::header::bad_name",
             EditError::ValueFile { source, .. } => source.code(),
-            EditError::ValueFileNotUtf8 { .. } => "edit::value_file_not_utf8",
-            EditError::ReservedKey { .. } => "edit::reserved_key",
-            EditError::AlignmentType { .. } => "edit::alignment_type",
-            EditError::AlignmentNotPowerOfTwo { .. } => "edit::alignment_not_power_of_two",
-            EditError::AlignmentInPlace { .. } => "edit::alignment_in_place",
-            EditError::NoSuchKey { .. } => "edit::no_such_key",
-            EditError::NoSuchTensor { .. } => "edit::no_such_tensor",
-            EditError::TensorExists { .. } => "edit::tensor_exists",
-            EditError::NotGguf => "edit::not_gguf",
-            EditError::Invalid { .. } => "edit::invalid_header",
-            EditError::NoTensors => "edit::in_place_no_tensors",
-            EditError::DoesNotFit { .. } => "edit::in_place_does_not_fit",
-            EditError::NoRoomForPadding { .. } => "edit::in_place_no_room_for_padding",
-            EditError::PaddingTooLarge { .. } => "edit::in_place_padding_too_large",
-            EditError::NotCanonical { .. } => "edit::in_place_not_canonical",
-            EditError::Check(_) => "edit::check_failed",
-            EditError::InPlaceCheck { .. } => "edit::in_place_check_failed",
-            EditError::Commit { .. } => "edit::commit",
+            EditError::ValueFileNotUtf8 { .. } => "edit::header::value_file_not_utf8",
+            EditError::ReservedKey { .. } => "edit::header::reserved_key",
+            EditError::AlignmentType { .. } => "edit::header::alignment_type",
+            EditError::AlignmentNotPowerOfTwo { .. } => "edit::header::alignment_not_power_of_two",
+            EditError::AlignmentInPlace { .. } => "edit::header::alignment_in_place",
+            EditError::NoSuchKey { .. } => "edit::header::no_such_key",
+            EditError::NoSuchTensor { .. } => "edit::header::no_such_tensor",
+            EditError::TensorExists { .. } => "edit::header::tensor_exists",
+            EditError::NotGguf => "edit::header::not_gguf",
+            EditError::Invalid { .. } => "edit::header::invalid_header",
+            EditError::NoTensors => "edit::header::in_place_no_tensors",
+            EditError::DoesNotFit { .. } => "edit::header::in_place_does_not_fit",
+            EditError::NoRoomForPadding { .. } => "edit::header::in_place_no_room_for_padding",
+            EditError::PaddingTooLarge { .. } => "edit::header::in_place_padding_too_large",
+            EditError::NotCanonical { .. } => "edit::header::in_place_not_canonical",
+            EditError::Check(_) => "edit::header::check_failed",
+            EditError::InPlaceCheck { .. } => "edit::header::in_place_check_failed",
+            EditError::Commit { .. } => "edit::header::commit",
             EditError::Write(e) => e.code(),
             EditError::InPlace(e) => e.code(),
             EditError::Read(e) | EditError::Open(e) => e.code(),

@@ -734,12 +734,12 @@ mod tests {
         assert_eq!(
             codes,
             [
-                "edit::no_such_key",
-                "edit::no_such_tensor",
-                "edit::tensor_exists",
-                "edit::reserved_key",
-                "edit::alignment_not_power_of_two",
-                "edit::no_such_key",
+                "edit::header::no_such_key",
+                "edit::header::no_such_tensor",
+                "edit::header::tensor_exists",
+                "edit::header::reserved_key",
+                "edit::header::alignment_not_power_of_two",
+                "edit::header::no_such_key",
             ]
         );
         assert!(errors.iter().all(|e| !e.help().is_empty()));
@@ -766,7 +766,7 @@ mod tests {
             written: Box::new(written),
             source: Box::new(CheckError::Header),
         };
-        assert_eq!(e.code(), "edit::in_place_check_failed");
+        assert_eq!(e.code(), "edit::header::in_place_check_failed");
         assert!(e.help().contains("sipllm validate FILE"), "{}", e.help());
         assert_eq!(
             e.to_string(),

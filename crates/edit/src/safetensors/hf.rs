@@ -82,10 +82,10 @@ pub enum HfError {
 impl Kind for HfError {
     fn code(&self) -> &'static str {
         match self {
-            HfError::Architecture { .. } => "safetensors::hf_architecture",
-            HfError::Key { .. } => "safetensors::hf_key",
-            HfError::Unknown { .. } => "safetensors::hf_unknown_tensor",
-            HfError::Heads { .. } => "safetensors::hf_heads",
+            HfError::Architecture { .. } => "edit::safetensors::hf_architecture",
+            HfError::Key { .. } => "edit::safetensors::hf_key",
+            HfError::Unknown { .. } => "edit::safetensors::hf_unknown_tensor",
+            HfError::Heads { .. } => "edit::safetensors::hf_heads",
         }
     }
 

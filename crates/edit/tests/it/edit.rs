@@ -103,7 +103,7 @@ fn the_calls_refuse_a_pending_backup() {
     std::fs::copy(&path, &other).unwrap();
     let opts = EditOptions::default();
     let pending = |errors: sipllm_edit::header::EditErrors| {
-        assert_eq!(codes(&errors), ["in_place::pending"], "{errors}");
+        assert_eq!(codes(&errors), ["edit::in_place::pending"], "{errors}");
         match &errors.0[0] {
             EditError::InPlace(e) => match &**e {
                 InPlaceError::Pending { path: p, .. } => p.clone(),
@@ -144,7 +144,11 @@ fn plan_only_reports_every_problem_and_writes_nothing() {
     let mut none = |_, _| {};
     let errors =
         edit_out_of_place(Input::Path(&path), &out, edits(), &opts, &mut none).unwrap_err();
-    let expected = ["edit::no_such_key", "edit::no_such_tensor", "edit::tensor_exists"];
+    let expected = [
+        "edit::header::no_such_key",
+        "edit::header::no_such_tensor",
+        "edit::header::tensor_exists",
+    ];
     assert_eq!(codes(&errors), expected);
     let errors = edit_in_place(&path, edits(), &opts).unwrap_err();
     assert_eq!(codes(&errors), expected);
@@ -155,7 +159,7 @@ fn plan_only_reports_every_problem_and_writes_nothing() {
     // In place, the fit is planned too.
     let long = "n".repeat(4096);
     let errors = edit_in_place(&path, set_name(&long), &opts).unwrap_err();
-    assert_eq!(codes(&errors), ["edit::in_place_does_not_fit"]);
+    assert_eq!(codes(&errors), ["edit::header::in_place_does_not_fit"]);
     assert!(!out.exists());
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
@@ -190,6 +194,6 @@ fn out_of_place_writes_checks_and_types_its_errors() {
     w.add_meta_i64("a", 1).unwrap();
     std::fs::write(&llmw, w.to_vec().unwrap()).unwrap();
     let errors = edit_in_place(&llmw, set_name("x"), &opts).unwrap_err();
-    assert_eq!(codes(&errors), ["edit::not_gguf"]);
+    assert_eq!(codes(&errors), ["edit::header::not_gguf"]);
     assert_eq!(std::fs::read(&out).unwrap(), bytes, "the output untouched by the failures");
 }

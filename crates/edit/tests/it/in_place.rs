@@ -164,7 +164,7 @@ fn the_backup_record_has_the_documented_layout() {
     assert_eq!(dir_entries(&dir), ["m.gguf"]);
     // A run outside the header is refused before anything is created.
     let e = HeaderBackup::write(&path, &file, 1, &header[..10], &[0..11]).unwrap_err();
-    assert_eq!(e.code(), "in_place::backup_write");
+    assert_eq!(e.code(), "edit::in_place::backup_write");
     assert_eq!(dir_entries(&dir), ["m.gguf"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -206,7 +206,7 @@ fn a_rewrite_writes_only_the_changed_blocks() {
 
     // Another length: refused before anything is written.
     let e = rewrite_header_in_place(&file, &path, &newer, &newer[..offset - 1]).unwrap_err();
-    assert_eq!(e.code(), "in_place::length_mismatch");
+    assert_eq!(e.code(), "edit::in_place::length_mismatch");
     assert!(
         matches!(e, InPlaceError::Length { old, new, .. } if old == offset as u64 && new == old - 1)
     );
@@ -251,7 +251,7 @@ fn a_crash_between_any_two_steps_is_undone_by_recover() {
     }
     // Nothing left to recover.
     let e = in_place::recover(&path).unwrap_err();
-    assert_eq!(e.code(), "in_place::no_backup");
+    assert_eq!(e.code(), "edit::in_place::no_backup");
     assert_eq!(
         e.to_string(),
         format!(
@@ -285,21 +285,21 @@ fn recover_refuses_what_it_cannot_trust_and_leaves_the_model_alone() {
         assert!(backup.exists(), "{code}: the backup is kept");
     };
     // Not a record: garbage, and a valid record with one byte flipped.
-    check(&old[..offset / 3], "in_place::bad_backup", Some(BackupDefect::NotARecord));
+    check(&old[..offset / 3], "edit::in_place::bad_backup", Some(BackupDefect::NotARecord));
     let mut flipped = record(len, old, &[(0, block0)]);
     flipped[40] ^= 1;
-    check(&flipped, "in_place::bad_backup", Some(BackupDefect::NotARecord));
+    check(&flipped, "edit::in_place::bad_backup", Some(BackupDefect::NotARecord));
     // A record for a file of another length.
-    check(&record(len + 1, old, &[(0, block0)]), "in_place::wrong_model", None);
+    check(&record(len + 1, old, &[(0, block0)]), "edit::in_place::wrong_model", None);
     // A header region past the end of the model.
     let long = vec![0u8; bytes.len() + 1];
     let too_long = record(len, &long, &[(0, &long[..BLOCK])]);
-    check(&too_long, "in_place::bad_backup", Some(BackupDefect::HeaderPastEnd));
+    check(&too_long, "edit::in_place::bad_backup", Some(BackupDefect::HeaderPastEnd));
     // A run past the header region: refused before any run is written (the first one is
     // fine and would change the model).
     let other = vec![0x55; BLOCK];
     let past = record(len, old, &[(0, &other), (offset as u64 - 8, &old[..16])]);
-    check(&past, "in_place::bad_backup", Some(BackupDefect::RunPastHeader));
+    check(&past, "edit::in_place::bad_backup", Some(BackupDefect::RunPastHeader));
     // Larger than any backup of a header within the parser's limit.
     {
         let f = File::create(&backup).unwrap();
@@ -354,7 +354,7 @@ fn recover_checks_the_restored_header_and_keeps_the_backup_when_it_fails() {
     open_rw(&path).write_all_at(&changed, 0).unwrap();
     std::fs::write(&backup, record(len, old, &[(0, &old[..BLOCK])])).unwrap();
     let e = in_place::recover(&path).unwrap_err();
-    assert_eq!(e.code(), "in_place::backup_mismatch", "{e}");
+    assert_eq!(e.code(), "edit::in_place::backup_mismatch", "{e}");
     assert!(!e.help().is_empty());
     assert!(backup.exists());
     assert_eq!(&std::fs::read(&path).unwrap()[..offset], &changed[..], "nothing was written");
@@ -365,7 +365,7 @@ fn recover_checks_the_restored_header_and_keeps_the_backup_when_it_fails() {
     open_rw(&path).write_all_at(&garbage, 0).unwrap();
     std::fs::write(&backup, record(len, &garbage, &[(0, &garbage[..BLOCK])])).unwrap();
     let e = in_place::recover(&path).unwrap_err();
-    assert_eq!(e.code(), "in_place::restored_invalid", "{e}");
+    assert_eq!(e.code(), "edit::in_place::restored_invalid", "{e}");
     let InPlaceError::RestoredInvalid { source, .. } = &e else { unreachable!() };
     assert_eq!(source.code(), "gguf::header::bad_magic");
     assert!(backup.exists());
@@ -381,7 +381,7 @@ fn a_failed_header_write_keeps_the_backup_for_recovery() {
     let new = replaced(old, "name-aaaa", "name-bbbb");
     let read_only = File::open(&path).unwrap();
     let e = rewrite_header_in_place(&read_only, &path, old, &new).unwrap_err();
-    assert_eq!(e.code(), "in_place::torn", "{e}");
+    assert_eq!(e.code(), "edit::in_place::torn", "{e}");
     let InPlaceError::Torn { backup, offset: at, .. } = &e else { unreachable!() };
     assert_eq!(*at, 0);
     assert_eq!(HeaderBackup::pending(&path).as_ref(), Some(backup));
@@ -402,7 +402,7 @@ fn a_backup_that_cannot_be_written_leaves_the_model_alone() {
     let file = open_rw(&path);
     let elsewhere = dir.join("missing-dir").join("m.gguf");
     let e = rewrite_header_in_place(&file, &elsewhere, old, &new).unwrap_err();
-    assert_eq!(e.code(), "in_place::backup_write", "{e}");
+    assert_eq!(e.code(), "edit::in_place::backup_write", "{e}");
     assert_eq!(e.path(), Some(elsewhere.as_path()));
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
     assert_eq!(dir_entries(&dir), ["m.gguf"]);
@@ -423,7 +423,7 @@ fn concurrent_editors_one_wins_and_the_other_is_refused() {
     // A holds the file (between its backup and its rewrite, say): B is refused, nothing written.
     let lock = ExclusiveLock::try_new(&a, &path).unwrap();
     let e = rewrite_header_in_place(&b, &path, old, &b_new).unwrap_err();
-    assert_eq!(e.code(), "stream::lock::busy", "{e}");
+    assert_eq!(e.code(), "streaming::lock::busy", "{e}");
     assert!(matches!(e, InPlaceError::Read(StreamError::Locked { exclusive: true, .. })));
     assert!(e.to_string().contains("in use by another process"), "{e}");
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
@@ -433,7 +433,7 @@ fn concurrent_editors_one_wins_and_the_other_is_refused() {
 
     // B, planned from the header A replaced, gets the lock now but finds another header.
     let e = rewrite_header_in_place(&b, &path, old, &b_new).unwrap_err();
-    assert_eq!(e.code(), "in_place::changed", "{e}");
+    assert_eq!(e.code(), "edit::in_place::changed", "{e}");
     assert!(!e.help().is_empty());
     assert_eq!(&std::fs::read(&path).unwrap()[..offset], &a_new[..], "A's edit is kept");
     assert_eq!(dir_entries(&dir), ["m.gguf"]);
@@ -451,7 +451,7 @@ fn readers_wait_for_the_writer_and_the_writer_refuses_readers() {
 
     let reader = GgufFile::open(&path, &OpenOptions::default()).unwrap();
     let e = rewrite_header_in_place(&file, &path, old, &new).unwrap_err();
-    assert_eq!(e.code(), "stream::lock::busy", "{e}");
+    assert_eq!(e.code(), "streaming::lock::busy", "{e}");
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
     drop(reader);
 
@@ -490,9 +490,9 @@ fn an_existing_backup_is_never_replaced() {
     let backup = HeaderBackup::write(&path, &file, bytes.len() as u64, old, &[0..BLOCK]).unwrap();
     let before = std::fs::read(backup.path()).unwrap();
     let e = rewrite_header_in_place(&file, &path, old, &new).unwrap_err();
-    assert_eq!(e.code(), "in_place::pending", "{e}");
+    assert_eq!(e.code(), "edit::in_place::pending", "{e}");
     let e = HeaderBackup::write(&path, &file, 1, old, &[0..BLOCK]).unwrap_err();
-    assert_eq!(e.code(), "in_place::pending", "{e}");
+    assert_eq!(e.code(), "edit::in_place::pending", "{e}");
     assert_eq!(std::fs::read(backup.path()).unwrap(), before, "the backup is untouched");
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
     assert_eq!(dir_entries(&dir), [".m.gguf.header-backup", "m.gguf"], "no temporary left");
@@ -540,7 +540,7 @@ fn the_backup_is_keyed_by_the_file_not_the_path() {
     std::fs::write(&copy, &bytes).unwrap();
     std::fs::rename(&copy, &path).unwrap();
     let e = in_place::recover(&path).unwrap_err();
-    assert_eq!(e.code(), "in_place::other_file", "{e}");
+    assert_eq!(e.code(), "edit::in_place::other_file", "{e}");
     assert!(backup.path().exists(), "kept");
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
     std::fs::remove_dir_all(dir).unwrap();
@@ -555,7 +555,7 @@ fn a_file_shorter_than_the_header_is_refused_not_extended() {
     let file = open_rw(&path);
     file.set_len(offset as u64 - 100).unwrap();
     let e = rewrite_header_in_place(&file, &path, old, &new).unwrap_err();
-    assert_eq!(e.code(), "in_place::file_too_short", "{e}");
+    assert_eq!(e.code(), "edit::in_place::file_too_short", "{e}");
     assert_eq!(std::fs::metadata(&path).unwrap().len(), offset as u64 - 100, "not extended");
     assert_eq!(dir_entries(&dir), ["m.gguf"]);
     std::fs::remove_dir_all(dir).unwrap();

@@ -247,13 +247,13 @@ fn keep_writes_stored_floats_as_they_are_and_quants_as_f32() {
         &mut |_| {},
     )
     .unwrap_err();
-    assert_eq!(err.code(), "safetensors::no_values");
+    assert_eq!(err.code(), "edit::safetensors::no_values");
     assert!(err.to_string().contains("\"i\""), "{err}");
     assert!(!tmp.join("no.safetensors").exists());
     // The model's own file is never the output.
     let same = ExportOptions { dtype: Dtype::Keep, names: Names::Gguf };
     let err = export(&model, &src, &same, &mut |_| {}).unwrap_err();
-    assert_eq!(err.code(), "write::output_is_input");
+    assert_eq!(err.code(), "edit::write::output_is_input");
     assert!(Model::open(&src, &OpenOptions::default()).is_ok(), "the model is intact");
     assert_eq!(tmp.names(), ["m.gguf", "m.safetensors"], "no temporary left behind");
 }
@@ -513,7 +513,7 @@ fn hf_names_refuse_what_they_do_not_know() {
     let opts = ExportOptions { dtype: Dtype::F32, names: Names::Hf };
     let out = tmp.join("o.safetensors");
     let err = export(&model, &out, &opts, &mut |_| {}).unwrap_err();
-    assert_eq!(err.code(), "safetensors::hf_architecture");
+    assert_eq!(err.code(), "edit::safetensors::hf_architecture");
     let b = GgufBuilder::new()
         .kv("general.architecture", Value::str("llama"))
         .kv("llama.attention.head_count", Value::Uint32(3))
@@ -522,7 +522,7 @@ fn hf_names_refuse_what_they_do_not_know() {
     std::fs::write(&src, b.build()).unwrap();
     let model = Model::open(&src, &OpenOptions::default()).unwrap();
     let err = export(&model, &out, &opts, &mut |_| {}).unwrap_err();
-    assert_eq!(err.code(), "safetensors::hf_heads", "4 rows do not split into 3 heads");
+    assert_eq!(err.code(), "edit::safetensors::hf_heads", "4 rows do not split into 3 heads");
     assert!(!out.exists() && !tmp.join("config.json").exists());
 }
 

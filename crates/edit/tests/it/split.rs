@@ -254,17 +254,17 @@ fn read_raw_at_reads_the_concatenation_of_the_shards() {
     assert_eq!(all, concat);
     // Past the end: the set's size is the bound.
     let e = set.read_raw_at(concat.len() as u64 - 2, &mut [0u8; 3]).unwrap_err();
-    assert_eq!(e.code(), "stream::read::out_of_bounds");
+    assert_eq!(e.code(), "streaming::read::out_of_bounds");
     assert_eq!(set.locate(concat.len() as u64), None);
     // A SourceTensor from another source is refused.
     let orig = GgufFile::open(&original, &opts()).unwrap();
     let foreign = &orig.tensors()[0];
     let e = set.read_raw(foreign, &mut vec![0u8; foreign.byte_len().unwrap()]).unwrap_err();
-    assert_eq!(e.code(), "stream::tensor::not_in_source");
+    assert_eq!(e.code(), "streaming::tensor::not_in_source");
     // And sizes are checked as for one file.
     let t = &set.tensors()[7];
     let e = set.read_raw(t, &mut [0u8; 1]).unwrap_err();
-    assert_eq!(e.code(), "stream::read::size_mismatch");
+    assert_eq!(e.code(), "streaming::read::size_mismatch");
     set.prefetch(t).unwrap();
 }
 
@@ -324,7 +324,7 @@ fn one_shard_and_merged_files_are_not_sets() {
     let model = Model::open(&one[0].path, &opts()).unwrap();
     assert!(model.gguf().is_some(), "split.count 1 is not a set");
     let e = SplitFile::open(&one[0].path, &opts()).unwrap_err();
-    assert_eq!(e.code(), "stream::split::not_a_set");
+    assert_eq!(e.code(), "streaming::split::not_a_set");
     assert_eq!(
         e.located().to_string(),
         format!("{}: not a split set: split.count is 1", one[0].path.display())
@@ -344,11 +344,11 @@ fn one_shard_and_merged_files_are_not_sets() {
     assert!(Model::open(&merged, &opts()).unwrap().gguf().is_some());
     assert_eq!(
         merge(&merged, &dir.join("x.gguf"), &opts()).unwrap_err().code(),
-        "stream::split::not_a_set"
+        "streaming::split::not_a_set"
     );
     assert_eq!(
         merge(&original, &dir.join("x.gguf"), &opts()).unwrap_err().code(),
-        "stream::split::not_a_set"
+        "streaming::split::not_a_set"
     );
 }
 
@@ -420,7 +420,7 @@ fn a_missing_shard_is_named() {
     fs::remove_file(&paths[1]).unwrap();
     for p in [&paths[0], &paths[2]] {
         let e = open_err(p);
-        assert_eq!(e.code(), "stream::split::missing_shard");
+        assert_eq!(e.code(), "streaming::split::missing_shard");
         assert_eq!(
             e.located().to_string(),
             format!(
@@ -432,7 +432,7 @@ fn a_missing_shard_is_named() {
     }
     // Explicit lists: the missing index is named.
     let e = SplitFile::open_paths(&[&paths[2], &paths[0]], &opts()).unwrap_err();
-    assert_eq!(e.code(), "stream::split::missing_shard");
+    assert_eq!(e.code(), "streaming::split::missing_shard");
     assert!(
         e.to_string()
             .ends_with("shard 2 of 3 of the split set (split.no = 1) is missing: it is not among the files given"),
@@ -446,7 +446,7 @@ fn a_shard_whose_split_no_disagrees_with_its_name_is_refused() {
     // Shard 3's file holds shard 2 (a copy over the wrong name).
     let paths = write_set(&dir, |i| good(if i == 2 { 1 } else { i }));
     let e = open_err(&paths[0]);
-    assert_eq!(e.code(), "stream::split::name_mismatch");
+    assert_eq!(e.code(), "streaming::split::name_mismatch");
     assert_eq!(
         e.located().to_string(),
         format!(
@@ -456,17 +456,17 @@ fn a_shard_whose_split_no_disagrees_with_its_name_is_refused() {
         )
     );
     // Opening the misnamed file itself finds the mismatch first.
-    assert_eq!(open_err(&paths[2]).code(), "stream::split::name_mismatch");
+    assert_eq!(open_err(&paths[2]).code(), "streaming::split::name_mismatch");
     // A shard renamed to a name without the pattern cannot find its siblings.
     let odd = dir.join("model.gguf");
     fs::rename(&paths[0], &odd).unwrap();
     let e = open_err(&odd);
-    assert_eq!(e.code(), "stream::split::bad_name");
+    assert_eq!(e.code(), "streaming::split::bad_name");
     assert!(e.to_string().contains("does not end in -NNNNN-of-NNNNN.gguf"), "{e}");
     // ... and its name says which set: 'of-00002' for a set of three.
     let wrong_count = dir.join("m-00001-of-00002.gguf");
     fs::write(&wrong_count, good(0)).unwrap();
-    assert_eq!(open_err(&wrong_count).code(), "stream::split::name_mismatch");
+    assert_eq!(open_err(&wrong_count).code(), "streaming::split::name_mismatch");
 }
 
 #[test]
@@ -480,13 +480,13 @@ fn a_different_split_count_in_any_shard_is_refused() {
             },
         );
     let e = open_err(&paths[0]);
-    assert_eq!(e.code(), "stream::split::key_mismatch");
+    assert_eq!(e.code(), "streaming::split::key_mismatch");
     assert_eq!(
         e.located().to_string(),
         format!("{}: split.count is 4 here, but 3 in {}", paths[2].display(), paths[0].display())
     );
     let e = SplitFile::open_paths(&paths, &opts()).unwrap_err();
-    assert_eq!(e.code(), "stream::split::key_mismatch");
+    assert_eq!(e.code(), "streaming::split::key_mismatch");
     // A different split.tensors.count is the same error.
     let dir = TempDir::new("count2");
     let paths =
@@ -497,7 +497,7 @@ fn a_different_split_count_in_any_shard_is_refused() {
             },
         );
     let e = open_err(&paths[2]);
-    assert_eq!(e.code(), "stream::split::key_mismatch");
+    assert_eq!(e.code(), "streaming::split::key_mismatch");
     assert!(e.to_string().contains("split.tensors.count is 7 here, but 6 in"), "{e}");
 }
 
@@ -512,7 +512,7 @@ fn a_tensor_in_two_shards_is_refused() {
             },
         );
     let e = open_err(&paths[0]);
-    assert_eq!(e.code(), "stream::split::duplicate_tensor");
+    assert_eq!(e.code(), "streaming::split::duplicate_tensor");
     assert_eq!(
         e.to_string(),
         format!("tensor \"b\" is in {} and again in {}", paths[0].display(), paths[2].display())
@@ -525,7 +525,7 @@ fn a_total_that_differs_from_split_tensors_count_is_refused() {
     let paths =
         write_set(&dir, |i| if i == 1 { shard(&keys(1, 3, 6), &["c"], false) } else { good(i) });
     let e = open_err(&paths[1]);
-    assert_eq!(e.code(), "stream::split::tensor_count");
+    assert_eq!(e.code(), "streaming::split::tensor_count");
     assert_eq!(
         e.located().to_string(),
         format!(
@@ -553,7 +553,7 @@ fn split_keys_must_have_llama_cpp_types_and_be_present() {
         }
         fs::write(&bad, shard(&ks, &["a"], true)).unwrap();
         let e = open_err(&bad);
-        assert_eq!(e.code(), "stream::split::key_type");
+        assert_eq!(e.code(), "streaming::split::key_type");
         let expected = if key == KEY_TENSORS_COUNT { "INT32" } else { "UINT16" };
         assert_eq!(
             e.located().to_string(),
@@ -567,7 +567,7 @@ fn split_keys_must_have_llama_cpp_types_and_be_present() {
     // A plain file with a wrongly typed split key is refused too, as llama.cpp does.
     let plain = dir.join("plain.gguf");
     fs::write(&plain, shard(&[(KEY_COUNT, Value::Uint32(1))], &["a"], true)).unwrap();
-    assert_eq!(open_err(&plain).code(), "stream::split::key_type");
+    assert_eq!(open_err(&plain).code(), "streaming::split::key_type");
 
     // Missing keys: split.no in a later shard, split.tensors.count in the first.
     let dir = TempDir::new("missing-key");
@@ -576,7 +576,7 @@ fn split_keys_must_have_llama_cpp_types_and_be_present() {
         _ => good(i),
     });
     let e = open_err(&paths[0]);
-    assert_eq!(e.code(), "stream::split::key_missing");
+    assert_eq!(e.code(), "streaming::split::key_missing");
     assert_eq!(
         e.located().to_string(),
         format!(
@@ -590,7 +590,7 @@ fn split_keys_must_have_llama_cpp_types_and_be_present() {
         _ => good(i),
     });
     let e = open_err(&paths[2]);
-    assert_eq!(e.code(), "stream::split::key_missing");
+    assert_eq!(e.code(), "streaming::split::key_missing");
     assert!(e.to_string().contains("\"split.tensors.count\""), "{e}");
 }
 
@@ -599,7 +599,7 @@ fn explicit_lists_refuse_duplicate_and_out_of_range_shards() {
     let dir = TempDir::new("list");
     let paths = write_set(&dir, good);
     let e = SplitFile::open_paths(&[&paths[0], &paths[1], &paths[1]], &opts()).unwrap_err();
-    assert_eq!(e.code(), "stream::split::duplicate_shard");
+    assert_eq!(e.code(), "streaming::split::duplicate_shard");
     assert_eq!(
         e.to_string(),
         format!(
@@ -611,7 +611,7 @@ fn explicit_lists_refuse_duplicate_and_out_of_range_shards() {
     let beyond = dir.join("beyond.gguf");
     fs::write(&beyond, shard(&keys(3, 3, 6), &["g"], false)).unwrap();
     let e = SplitFile::open_paths(&[&paths[0], &beyond], &opts()).unwrap_err();
-    assert_eq!(e.code(), "stream::split::bad_index");
+    assert_eq!(e.code(), "streaming::split::bad_index");
     assert_eq!(
         e.located().to_string(),
         format!("{}: split.no is 3, but split.count is 3: it must be below it", beyond.display())
@@ -619,7 +619,7 @@ fn explicit_lists_refuse_duplicate_and_out_of_range_shards() {
     let none: [&Path; 0] = [];
     assert_eq!(
         SplitFile::open_paths(&none, &opts()).unwrap_err().code(),
-        "stream::split::not_a_set"
+        "streaming::split::not_a_set"
     );
 }
 
@@ -634,13 +634,13 @@ fn splitting_refuses_what_cannot_be_split() {
     };
     for limit in [SplitLimit::Tensors(0), SplitLimit::Size(0)] {
         let e = split(limit, false).unwrap_err();
-        assert_eq!(e.code(), "split::refused");
+        assert_eq!(e.code(), "edit::split::refused");
         assert!(e.to_string().contains("must be at least 1"), "{e}");
     }
     // A shard cannot be split again.
     let shards = split(SplitLimit::Tensors(2), false).unwrap();
     let e = split_file(&shards[0].path, &SplitOptions::new(SplitLimit::Tensors(1))).unwrap_err();
-    assert_eq!(e.code(), "split::already_split");
+    assert_eq!(e.code(), "edit::split::already_split");
     assert_eq!(
         e.to_string(),
         "the file is already shard 1 of 2 of a split set: merge the set first"
@@ -659,7 +659,7 @@ fn splitting_refuses_what_cannot_be_split() {
     }
     fs::write(&huge, b.build()).unwrap();
     let e = split_file(&huge, &SplitOptions::new(SplitLimit::Tensors(1))).unwrap_err();
-    assert_eq!(e.code(), "split::refused");
+    assert_eq!(e.code(), "edit::split::refused");
     assert!(e.to_string().contains("gives 65536 shards"), "{e}");
     assert!(!dir.names().iter().any(|n| n.starts_with("huge-")), "nothing written");
 }
@@ -673,7 +673,7 @@ fn a_failed_split_leaves_no_partial_set_and_merge_never_overwrites_a_shard() {
     // temporary is removed again without ever being renamed.
     fs::create_dir(dir.join("m-00002-of-00003.gguf")).unwrap();
     let e = split_file(&original, &SplitOptions::new(SplitLimit::Tensors(2))).unwrap_err();
-    assert_eq!(e.code(), "write::create", "{e}");
+    assert_eq!(e.code(), "edit::write::create", "{e}");
     assert!(e.to_string().contains("is not a regular file"), "{e}");
     assert_eq!(dir.names(), ["m-00002-of-00003.gguf", "m.gguf"], "no shard, no temporary left");
     fs::remove_dir(dir.join("m-00002-of-00003.gguf")).unwrap();
@@ -681,7 +681,7 @@ fn a_failed_split_leaves_no_partial_set_and_merge_never_overwrites_a_shard() {
     let shards = split_file(&original, &SplitOptions::new(SplitLimit::Tensors(2))).unwrap();
     let before = fs::read(&shards[1].path).unwrap();
     let e = merge(&shards[0].path, &shards[1].path, &opts()).unwrap_err();
-    assert_eq!(e.code(), "write::output_is_input");
+    assert_eq!(e.code(), "edit::write::output_is_input");
     assert!(e.to_string().contains("writing it would destroy the input"), "{e}");
     assert!(!e.help().contains("limit"), "merge's help, not split's: {}", e.help());
     assert_eq!(fs::read(&shards[1].path).unwrap(), before);
@@ -692,7 +692,7 @@ fn a_failed_split_leaves_no_partial_set_and_merge_never_overwrites_a_shard() {
     std::os::unix::fs::symlink(&shards[0].path, &soft).unwrap();
     for out in [&hard, &soft] {
         let e = merge(&shards[0].path, out, &opts()).unwrap_err();
-        assert_eq!(e.code(), "write::output_is_input", "{}", out.display());
+        assert_eq!(e.code(), "edit::write::output_is_input", "{}", out.display());
     }
     assert_eq!(fs::read(&shards[1].path).unwrap(), before);
 }
@@ -737,7 +737,7 @@ fn corrupt_and_truncated_shards_give_coded_errors_never_panics() {
         check(&bytes);
     }
     // The header's split keys are in the corrupted range: some corruptions must hit them.
-    assert!(outcomes.keys().any(|k| k.starts_with("stream::split::")), "{outcomes:?}");
+    assert!(outcomes.keys().any(|k| k.starts_with("streaming::split::")), "{outcomes:?}");
     fs::write(&written[1].path, &second).unwrap();
     assert!(Model::open(&written[0].path, &opts()).unwrap().split().is_some());
 }
@@ -765,11 +765,11 @@ fn a_set_of_mixed_byte_orders_is_refused() {
         b.build()
     });
     let e = open_err(&paths[0]);
-    assert_eq!(e.code(), "stream::split::endian_mismatch", "{e}");
+    assert_eq!(e.code(), "streaming::split::endian_mismatch", "{e}");
     assert_eq!(e.path(), Some(paths[1].as_path()));
     assert!(e.to_string().contains("big-endian"), "{e}");
     let e = merge(&paths[0], &dir.join("merged.gguf"), &opts()).unwrap_err();
-    assert_eq!(e.code(), "stream::split::endian_mismatch");
+    assert_eq!(e.code(), "streaming::split::endian_mismatch");
     assert!(!dir.join("merged.gguf").exists());
 }
 
@@ -782,7 +782,7 @@ fn a_huge_split_no_in_a_sibling_is_a_bad_index() {
         if i == 2 { shard(&keys(65_535, 3, 6), &["e", "f"], false) } else { good(i) }
     });
     let e = open_err(&paths[0]);
-    assert_eq!(e.code(), "stream::split::bad_index", "{e}");
+    assert_eq!(e.code(), "streaming::split::bad_index", "{e}");
     assert!(e.to_string().contains("split.no is 65535, but split.count is 3"), "{e}");
     assert!(!e.to_string().contains("65536"), "{e}");
 }
@@ -867,7 +867,7 @@ fn a_shard_name_that_is_the_input_is_refused() {
     fs::write(&original, &bytes).unwrap();
     fs::hard_link(&original, dir.join("m-00002-of-00003.gguf")).unwrap();
     let e = split_file(&original, &SplitOptions::new(SplitLimit::Tensors(2))).unwrap_err();
-    assert_eq!(e.code(), "write::output_is_input", "{e}");
+    assert_eq!(e.code(), "edit::write::output_is_input", "{e}");
     assert_eq!(fs::read(&original).unwrap(), bytes);
     assert_eq!(dir.names(), ["m-00002-of-00003.gguf", "m.gguf"], "nothing written");
 }

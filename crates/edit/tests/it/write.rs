@@ -218,7 +218,7 @@ fn a_write_that_fails_midway_leaves_the_old_file_or_nothing() {
     };
     // No destination yet: it stays absent.
     let err = build(10).unwrap_err();
-    assert_eq!(err.code(), "write::io");
+    assert_eq!(err.code(), "edit::write::io");
     assert!(!dest.exists());
     assert!(dir_entries(&dir).is_empty(), "{:?}", dir_entries(&dir));
     // An existing destination stays exactly the old file.
@@ -246,7 +246,7 @@ fn wrong_or_missing_data_is_refused_before_the_destination_changes() {
     b.set_data(0, TensorData::Bytes(&[0; 64]));
     let err = b.write_to_path(&dest).unwrap_err();
     assert!(matches!(&err, WriteError::MissingData { tensor } if tensor == "t1"), "{err}");
-    assert_eq!(err.code(), "write::missing_data");
+    assert_eq!(err.code(), "edit::write::missing_data");
     let mut b = GgufFileBuilder::new(GgufWriter::from_gguf(&gguf));
     b.set_data(0, TensorData::Bytes(&[0; 64]));
     b.set_data(1, TensorData::Reader(ReaderData(Box::new(&[0u8; 69][..]))));

@@ -60,7 +60,7 @@ const fn swa(period: u64, dense_first: bool, default_window: Option<u64>) -> Rul
 }
 
 /// Architectures whose memory llama.cpp sizes by rules this crate does not implement, with
-/// what is missing (shown by `fit::unsupported_arch`).
+/// what is missing (shown by `model::fit::unsupported_arch`).
 pub(crate) fn unsupported(arch: &str) -> Option<&'static str> {
     Some(match arch {
         "deepseek2" | "deepseek32" | "kimi-linear" | "glm-dsa" | "kimi-k3" | "mistral4"

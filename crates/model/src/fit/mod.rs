@@ -353,12 +353,12 @@ impl FitError {
     /// The stable code.
     pub fn code(&self) -> &'static str {
         match self {
-            FitError::NeedsFlashAttn { .. } => "fit::needs_flash_attn",
-            FitError::UnsupportedArch { .. } => "fit::unsupported_arch",
-            FitError::Hyperparameter { .. } => "fit::hyperparameter",
-            FitError::Param { .. } => "fit::param",
-            FitError::CacheType { .. } => "fit::cache_type",
-            FitError::Overflow => "fit::overflow",
+            FitError::NeedsFlashAttn { .. } => "model::fit::needs_flash_attn",
+            FitError::UnsupportedArch { .. } => "model::fit::unsupported_arch",
+            FitError::Hyperparameter { .. } => "model::fit::hyperparameter",
+            FitError::Param { .. } => "model::fit::param",
+            FitError::CacheType { .. } => "model::fit::cache_type",
+            FitError::Overflow => "model::fit::overflow",
         }
     }
 

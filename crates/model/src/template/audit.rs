@@ -32,7 +32,7 @@ impl Severity {
 /// One finding.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditFinding {
-    /// The stable code (`audit::…`).
+    /// The stable code (`model::audit::…`).
     pub code: &'static str,
     /// How serious.
     pub severity: Severity,
@@ -104,7 +104,7 @@ pub fn audit(source: &str) -> Vec<AuditFinding> {
     let limit = Limits::default().max_source;
     if source.len() > limit {
         findings.push(finding(
-            "audit::too_large",
+            "model::audit::too_large",
             Severity::Error,
             (1, 1),
             format!("the template is {} bytes (real ones are under 64 KiB; the renderer's limit is {limit})", source.len()),
@@ -124,7 +124,7 @@ pub fn audit(source: &str) -> Vec<AuditFinding> {
             let keyword = toks.first().map(|t| t.text.as_str()).unwrap_or("");
             match keyword {
                 "include" | "import" | "extends" | "from" => findings.push(finding(
-                    "audit::include",
+                    "model::audit::include",
                     Severity::Error,
                     tag.pos(source, 0),
                     format!(
@@ -142,7 +142,7 @@ pub fn audit(source: &str) -> Vec<AuditFinding> {
                     if depth > MAX_NESTING && !deepest_reported {
                         deepest_reported = true;
                         findings.push(finding(
-                            "audit::deep_nesting",
+                            "model::audit::deep_nesting",
                             Severity::Error,
                             tag.pos(source, 0),
                             format!("blocks nest more than {MAX_NESTING} deep"),
@@ -173,7 +173,7 @@ pub fn audit(source: &str) -> Vec<AuditFinding> {
                         findings.push(dunder_finding(name, pos()));
                     } else if prev == Some(".") && INTROSPECTION.contains(&name) {
                         findings.push(finding(
-                            "audit::introspection",
+                            "model::audit::introspection",
                             Severity::Error,
                             pos(),
                             format!("attribute `{name}` reaches Python's internals"),
@@ -184,7 +184,7 @@ pub fn audit(source: &str) -> Vec<AuditFinding> {
                         && (next == Some("(") || next == Some("."))
                     {
                         findings.push(finding(
-                            "audit::code_execution",
+                            "model::audit::code_execution",
                             Severity::Error,
                             pos(),
                             format!(
@@ -198,7 +198,7 @@ pub fn audit(source: &str) -> Vec<AuditFinding> {
                         && let Some(n) = huge_number(&toks[i + 1..])
                     {
                         findings.push(finding(
-                            "audit::unbounded_loop",
+                            "model::audit::unbounded_loop",
                             Severity::Error,
                             pos(),
                             format!("range over {n} items: no conversation is that long"),
@@ -214,7 +214,7 @@ pub fn audit(source: &str) -> Vec<AuditFinding> {
                         && macros.iter().any(|(m, d)| m == name && *d == depth)
                     {
                         findings.push(finding(
-                            "audit::unbounded_recursion",
+                            "model::audit::unbounded_recursion",
                             Severity::Error,
                             pos(),
                             format!("macro `{name}` calls itself unconditionally"),
@@ -237,7 +237,7 @@ pub fn audit(source: &str) -> Vec<AuditFinding> {
                         || prev_number(&toks[..i]).is_some_and(|n| n >= HUGE);
                     if big || tok.text == "**" {
                         findings.push(finding(
-                            "audit::huge_repetition",
+                            "model::audit::huge_repetition",
                             Severity::Error,
                             pos(),
                             format!("`{}` builds a huge value", tok.text),
@@ -252,6 +252,19 @@ pub fn audit(source: &str) -> Vec<AuditFinding> {
     findings
 }
 
+/// The finding of an audit that was told the template's SHA-256 (`template audit
+/// --expect-sha256`) when the template hashes to something else: `actual` is the template's
+/// [`sha256_hex`](super::sha256_hex), `expected` the value given, as it should be shown.
+pub fn sha256_mismatch(actual: &str, expected: &str) -> AuditFinding {
+    finding(
+        "model::audit::sha256_mismatch",
+        Severity::Error,
+        (1, 1),
+        format!("sha256 {actual} is not the expected {expected}"),
+        "the template differs from the one you checked: review it before trusting this file",
+    )
+}
+
 fn finding(
     code: &'static str,
     severity: Severity,
@@ -264,7 +277,7 @@ fn finding(
 
 fn dunder_finding(name: &str, pos: (usize, usize)) -> AuditFinding {
     finding(
-        "audit::dunder",
+        "model::audit::dunder",
         Severity::Error,
         pos,
         format!("access to `{name}`: Python's internals, never a message field"),
@@ -512,21 +525,30 @@ mod tests {
 
     #[test]
     fn finds_each_probe() {
-        assert_eq!(codes("{{ ''.__class__.__mro__[1].__subclasses__() }}"), ["audit::dunder"; 3]);
-        assert_eq!(codes("{{ x['__globals__'] }}{{ x|attr('__class__') }}"), ["audit::dunder"; 2]);
-        assert_eq!(codes("{% include 'x' %}{% import 'y' as z %}"), ["audit::include"; 2]);
-        assert_eq!(codes("{{ lipsum.__globals__ }}"), ["audit::code_execution", "audit::dunder"]);
+        assert_eq!(
+            codes("{{ ''.__class__.__mro__[1].__subclasses__() }}"),
+            ["model::audit::dunder"; 3]
+        );
+        assert_eq!(
+            codes("{{ x['__globals__'] }}{{ x|attr('__class__') }}"),
+            ["model::audit::dunder"; 2]
+        );
+        assert_eq!(codes("{% include 'x' %}{% import 'y' as z %}"), ["model::audit::include"; 2]);
+        assert_eq!(
+            codes("{{ lipsum.__globals__ }}"),
+            ["model::audit::code_execution", "model::audit::dunder"]
+        );
         assert_eq!(
             codes("{% for i in range(10**6) %}{% endfor %}"),
-            ["audit::unbounded_loop", "audit::huge_repetition"]
+            ["model::audit::unbounded_loop", "model::audit::huge_repetition"]
         );
-        assert_eq!(codes("{{ 'x' * 1000000000 }}"), ["audit::huge_repetition"]);
+        assert_eq!(codes("{{ 'x' * 1000000000 }}"), ["model::audit::huge_repetition"]);
         assert_eq!(
             codes("{% macro f(n) %}{{ f(n) }}{% endmacro %}{{ f(1) }}"),
-            ["audit::unbounded_recursion"]
+            ["model::audit::unbounded_recursion"]
         );
         let deep = "{% if true %}".repeat(100);
-        assert_eq!(codes(&deep), ["audit::deep_nesting"]);
+        assert_eq!(codes(&deep), ["model::audit::deep_nesting"]);
     }
 
     #[test]

@@ -113,7 +113,7 @@ mod tests {
         ] {
             assert_eq!(
                 BatchCase::from_json_line(bad, &defaults).unwrap_err().code(),
-                "template::input",
+                "model::template::input",
                 "{bad}"
             );
         }

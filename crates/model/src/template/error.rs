@@ -92,19 +92,19 @@ fn at_line(line: Option<usize>) -> String {
 }
 
 impl TemplateError {
-    /// The stable code of this error (`template::…`).
+    /// The stable code of this error (`model::template::…`).
     pub fn code(&self) -> &'static str {
         match self {
-            TemplateError::TooLarge { .. } => "template::too_large",
-            TemplateError::Syntax { .. } => "template::syntax",
-            TemplateError::Raised { .. } => "template::raised",
-            TemplateError::OutOfFuel { .. } => "template::out_of_fuel",
-            TemplateError::Recursion { .. } => "template::recursion",
-            TemplateError::OutputTooLarge { .. } => "template::output_too_large",
-            TemplateError::Timeout { .. } => "template::timeout",
-            TemplateError::Strict { .. } => "template::strict",
-            TemplateError::Render { .. } => "template::render",
-            TemplateError::Input { .. } => "template::input",
+            TemplateError::TooLarge { .. } => "model::template::too_large",
+            TemplateError::Syntax { .. } => "model::template::syntax",
+            TemplateError::Raised { .. } => "model::template::raised",
+            TemplateError::OutOfFuel { .. } => "model::template::out_of_fuel",
+            TemplateError::Recursion { .. } => "model::template::recursion",
+            TemplateError::OutputTooLarge { .. } => "model::template::output_too_large",
+            TemplateError::Timeout { .. } => "model::template::timeout",
+            TemplateError::Strict { .. } => "model::template::strict",
+            TemplateError::Render { .. } => "model::template::render",
+            TemplateError::Input { .. } => "model::template::input",
         }
     }
 

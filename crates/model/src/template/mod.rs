@@ -4,7 +4,7 @@
 //!
 //! [`ChatTemplate`] compiles a template into the [profile](self#the-profile) and
 //! [`render`](ChatTemplate::render)s a [`RenderInput`]; every failure is a typed
-//! [`TemplateError`] with a `template::…` code. [`Limits`] bounds the work a template can do
+//! [`TemplateError`] with a `model::template::…` code. [`Limits`] bounds the work a template can do
 //! (fuel, recursion, output size, time), so a hostile template ends in an error, not a hang
 //! or an allocation of gigabytes. [`audit`] lists what a template should never contain.
 //! [`templates_of`] reads a model's templates and its BOS/EOS strings.
@@ -44,7 +44,7 @@ use std::time::Duration;
 
 use minijinja::value::Value;
 
-pub use audit::{AuditFinding, Severity, audit};
+pub use audit::{AuditFinding, Severity, audit, sha256_mismatch};
 pub use batch::{BatchCase, CaseTemplate};
 pub use clock::Moment;
 pub use error::TemplateError;

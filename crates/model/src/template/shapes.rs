@@ -55,7 +55,7 @@ pub fn shapes() -> Vec<Shape> {
 /// One thing the lint found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LintIssue {
-    /// The stable code (`lint::…`).
+    /// The stable code (`model::lint::…`).
     pub code: &'static str,
     /// The shape it concerns.
     pub shape: String,
@@ -66,8 +66,8 @@ pub struct LintIssue {
 }
 
 /// Renders `source` over every built-in shape with `add_generation_prompt` off and on, and
-/// reports: renders that fail (`lint::error`), that the template refuses
-/// (`lint::refused`, its `raise_exception`), that Python would raise on (`lint::strict`:
+/// reports: renders that fail (`model::lint::error`), that the template refuses
+/// (`model::lint::refused`, its `raise_exception`), that Python would raise on (`model::lint::strict`:
 /// fails under `--strict` only), empty renders, a last user message missing from the
 /// prompt, a generation prompt that adds nothing, and Python's `None` printed where no
 /// message says it. With `options.strict` the renders themselves are strict.
@@ -95,24 +95,26 @@ pub fn lint(source: &str, options: &Options, now: Moment) -> Result<Vec<LintIssu
                 });
             };
             match template.render(&input) {
-                Err(e @ TemplateError::Raised { .. }) => issue("lint::refused", e.to_string()),
-                Err(e) => issue("lint::error", format!("{}: {e}", e.code())),
+                Err(e @ TemplateError::Raised { .. }) => {
+                    issue("model::lint::refused", e.to_string())
+                }
+                Err(e) => issue("model::lint::error", format!("{}: {e}", e.code())),
                 Ok(text) => {
                     if let Some(Err(e)) = strict.as_ref().map(|s| s.render(&input)) {
-                        issue("lint::strict", format!("Python's Jinja2 raises here: {e}"));
+                        issue("model::lint::strict", format!("Python's Jinja2 raises here: {e}"));
                     }
                     if text.trim().is_empty() {
-                        issue("lint::empty", "the prompt is empty".into());
+                        issue("model::lint::empty", "the prompt is empty".into());
                     } else if let Some(last) =
                         shape.last_user_text.as_deref().filter(|l| !text.contains(*l))
                     {
                         issue(
-                            "lint::missing_content",
+                            "model::lint::missing_content",
                             format!("the last user message ({last:?}) is not in the prompt"),
                         );
                     }
                     if text.contains("None") {
-                        issue("lint::prints_none", "Python's `None` is printed into the prompt (a null field rendered as text)".into());
+                        issue("model::lint::prints_none", "Python's `None` is printed into the prompt (a null field rendered as text)".into());
                     }
                     rendered[slot] = Some(text);
                 }
@@ -123,7 +125,7 @@ pub fn lint(source: &str, options: &Options, now: Moment) -> Result<Vec<LintIssu
             && off == on
         {
             issues.push(LintIssue {
-                code: "lint::generation_prompt_ignored",
+                code: "model::lint::generation_prompt_ignored",
                 shape: shape.name.clone(),
                 add_generation_prompt: true,
                 message: "add_generation_prompt adds nothing: the model is not cued to answer"

@@ -186,7 +186,7 @@ fn unknown_architectures_give_the_generic_fields() {
 #[test]
 fn required_and_mistyped_keys_are_errors_naming_the_key() {
     let e = config(GgufBuilder::new().kv("general.name", Value::str("x")).build()).unwrap_err();
-    assert_eq!(e.code(), "config::missing_key");
+    assert_eq!(e.code(), "model::config::missing_key");
     assert_eq!(e.key(), "general.architecture");
     let bytes = GgufBuilder::new()
         .kv("general.architecture", Value::str("qwen2"))
@@ -204,7 +204,7 @@ fn required_and_mistyped_keys_are_errors_naming_the_key() {
     let e =
         config(model("llama", &[("{arch}.attention.layer_norm_rms_epsilon", Value::Uint32(0))]))
             .unwrap_err();
-    assert_eq!(e.code(), "config::wrong_type");
+    assert_eq!(e.code(), "model::config::wrong_type");
     assert_eq!(e.key(), "llama.attention.layer_norm_rms_epsilon");
     let e = config(model("llama", &[("{arch}.expert_count", Value::str("8"))])).unwrap_err();
     assert_eq!(
@@ -213,7 +213,7 @@ fn required_and_mistyped_keys_are_errors_naming_the_key() {
     );
     let e =
         config(model("llama", &[("{arch}.attention.key_length", Value::Int32(-1))])).unwrap_err();
-    assert_eq!(e.code(), "config::out_of_range");
+    assert_eq!(e.code(), "model::config::out_of_range");
 }
 
 #[test]
@@ -242,7 +242,7 @@ fn per_layer_values_scalar_array_wrong_length_wrong_type() {
             block_count: 3
         }
     );
-    assert_eq!(e.code(), "config::per_layer_length");
+    assert_eq!(e.code(), "model::config::per_layer_length");
     // The wrong type: a float, a string array, a negative element.
     let e = config(model("gemma4", &[("{arch}.feed_forward_length", Value::Float32(1.0))]))
         .unwrap_err();
@@ -257,7 +257,7 @@ fn per_layer_values_scalar_array_wrong_length_wrong_type() {
     );
     let e = config(model("gemma4", &[("{arch}.attention.head_count", Value::strings(["a"; 3]))]))
         .unwrap_err();
-    assert_eq!(e.code(), "config::wrong_type");
+    assert_eq!(e.code(), "model::config::wrong_type");
     assert_eq!(e.key(), "gemma4.attention.head_count");
     let e =
         config(model("gemma4", &[("{arch}.attention.head_count", ints(&[8, -8, 8]))])).unwrap_err();
@@ -294,11 +294,11 @@ fn sliding_window_patterns_per_layer_or_period() {
     // The wrong length, the wrong type.
     let two = Value::array(ValueType::Bool, [true, false].map(Value::Bool).into());
     let e = config(model("gemma4", &[(key, two)])).unwrap_err();
-    assert_eq!(e.code(), "config::per_layer_length");
+    assert_eq!(e.code(), "model::config::per_layer_length");
     let e = config(model("gemma4", &[(key, Value::Float32(6.0))])).unwrap_err();
-    assert_eq!(e.code(), "config::wrong_type");
+    assert_eq!(e.code(), "model::config::wrong_type");
     let e = config(model("gemma4", &[(key, ints(&[0, 1, 2]))])).unwrap_err();
-    assert_eq!(e.code(), "config::out_of_range");
+    assert_eq!(e.code(), "model::config::out_of_range");
 }
 
 #[test]
@@ -318,9 +318,9 @@ fn the_lenient_reading_keeps_what_it_can_and_lists_every_problem() {
     assert_eq!(
         keys,
         [
-            ("config::missing_key", "llama.context_length"),
-            ("config::missing_key", "llama.embedding_length"),
-            ("config::wrong_type", "llama.attention.head_count"),
+            ("model::config::missing_key", "llama.context_length"),
+            ("model::config::missing_key", "llama.embedding_length"),
+            ("model::config::wrong_type", "llama.attention.head_count"),
         ]
     );
     // The strict reading fails on the first of them.

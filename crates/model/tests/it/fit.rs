@@ -176,7 +176,7 @@ fn unknown_architectures_and_impossible_block_counts_are_refused() {
     for bad in [0, 513, u64::MAX] {
         config.block_count = Some(bad);
         let e = fit::fit(&config, &w, &p).unwrap_err();
-        assert_eq!(e.code(), "fit::hyperparameter", "{bad}: {e}");
+        assert_eq!(e.code(), "model::fit::hyperparameter", "{bad}: {e}");
     }
 }
 

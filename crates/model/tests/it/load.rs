@@ -160,7 +160,7 @@ fn every_golden_file_gets_llama_cpp_s_verdict() {
     assert_eq!(false_refusals, 0, "files llama.cpp loads called refused");
     let crashes: usize = by_class.values().map(|c| c.crashes).sum();
     let named: usize = by_class.values().map(|c| c.crash_named).sum();
-    assert_eq!(named, crashes, "every crash named model::llama_cpp_crashes or block_count");
+    assert_eq!(named, crashes, "every crash named model::load::llama_cpp_crashes or block_count");
     assert_eq!(cases.len(), 776 + 128);
 }
 
@@ -219,7 +219,7 @@ fn an_unknown_architecture_is_named() {
     let report = llama3_like(|kvs, _| {
         set(kvs, "general.architecture", sipllm_testkit::Value::str("gemma9"))
     });
-    assert_eq!(codes(&report), ["model::unknown_arch"]);
+    assert_eq!(codes(&report), ["model::load::unknown_arch"]);
     assert!(!report.loads() && !report.known_arch);
     assert!(report.findings[0].to_string().contains("gemma9"));
 }
@@ -227,12 +227,12 @@ fn an_unknown_architecture_is_named() {
 #[test]
 fn a_missing_key_and_a_mistyped_one_are_refused() {
     let report = llama3_like(|kvs, _| kvs.retain(|(k, _)| k != b"llama.block_count"));
-    assert_eq!(codes(&report), ["model::missing_key"]);
+    assert_eq!(codes(&report), ["model::load::missing_key"]);
     assert!(report.findings[0].to_string().contains("llama.block_count"));
     let report = llama3_like(|kvs, _| {
         set(kvs, "llama.embedding_length", sipllm_testkit::Value::Uint64(4096))
     });
-    assert_eq!(codes(&report), ["model::key_type"]);
+    assert_eq!(codes(&report), ["model::load::key_type"]);
     let msg = report.findings[0].to_string();
     assert!(msg.contains("UINT64") && msg.contains("UINT32"), "{msg}");
     // The per-layer form llama.cpp takes for head counts, of the wrong length.
@@ -243,7 +243,7 @@ fn a_missing_key_and_a_mistyped_one_are_refused() {
         );
         set(kvs, "llama.attention.head_count_kv", arr);
     });
-    assert_eq!(codes(&report), ["model::key_type"]);
+    assert_eq!(codes(&report), ["model::load::key_type"]);
     assert!(report.findings[0].to_string().contains("31 values"));
     // ... and of the right length: loads.
     let report = llama3_like(|kvs, _| {
@@ -266,11 +266,11 @@ fn tensors_are_checked_by_name_shape_and_count() {
     };
     // Renamed: the loader misses it, then finds one tensor too many.
     let report = rename("blk.3.attn_q.weight", "blk.3.attn_q.weights");
-    assert_eq!(codes(&report), ["model::missing_tensor", "model::extra_tensors"]);
+    assert_eq!(codes(&report), ["model::load::missing_tensor", "model::load::extra_tensors"]);
     assert!(report.findings[0].to_string().contains("blk.3.attn_q.weight"));
     // token_embd renamed: required (output.weight does not stand in for it).
     let report = rename("token_embd.weight", "tok_embeddings.weight");
-    assert!(codes(&report).contains(&"model::missing_tensor"));
+    assert!(codes(&report).contains(&"model::load::missing_tensor"));
     // output.weight removed: the loader falls back to token_embd (TENSOR_DUPLICATED).
     let report = llama3_like(|_, ts| ts.retain(|t| t.name != b"output.weight"));
     assert!(report.loads(), "{:?}", codes(&report));
@@ -278,7 +278,7 @@ fn tensors_are_checked_by_name_shape_and_count() {
     let report = llama3_like(|_, ts| {
         ts.iter_mut().find(|t| t.name == b"blk.0.ffn_up.weight").unwrap().dims[1] += 1
     });
-    assert_eq!(codes(&report), ["model::tensor_shape"]);
+    assert_eq!(codes(&report), ["model::load::tensor_shape"]);
     let msg = report.findings[0].to_string();
     assert!(msg.contains("[4096, 14337]") && msg.contains("[4096, 14336]"), "{msg}");
     // A trailing dimension of 1 is the same shape to check_tensor_dims.
@@ -289,7 +289,7 @@ fn tensors_are_checked_by_name_shape_and_count() {
     // A layer past the block count.
     let report =
         llama3_like(|kvs, _| set(kvs, "llama.block_count", sipllm_testkit::Value::Uint32(31)));
-    assert_eq!(codes(&report), ["model::extra_tensors"]);
+    assert_eq!(codes(&report), ["model::load::extra_tensors"]);
     assert!(report.findings[0].to_string().contains("blk.31."));
 }
 
@@ -298,13 +298,13 @@ fn what_makes_llama_cpp_abort_is_told_apart() {
     for n in [0, 513] {
         let report =
             llama3_like(|kvs, _| set(kvs, "llama.block_count", sipllm_testkit::Value::Uint32(n)));
-        assert_eq!(codes(&report), ["model::block_count"]);
+        assert_eq!(codes(&report), ["model::load::block_count"]);
         assert!(report.crashes() && !report.loads());
     }
     let report = llama3_like(|kvs, _| {
         kvs.push((b"llama.expert_used_count".to_vec(), sipllm_testkit::Value::Uint32(2)))
     });
-    assert_eq!(codes(&report), ["model::llama_cpp_crashes"]);
+    assert_eq!(codes(&report), ["model::load::llama_cpp_crashes"]);
     assert!(report.findings[0].to_string().contains("n_expert_used_max <= hparams.n_expert"));
 }
 
@@ -318,7 +318,7 @@ fn the_issue_s_example_is_refused() {
             b"tok.weight".to_vec();
     });
     assert!(!report.loads());
-    assert_eq!(codes(&report), ["model::unknown_arch"]);
+    assert_eq!(codes(&report), ["model::load::unknown_arch"]);
 }
 
 #[test]

@@ -30,7 +30,7 @@ fn manifests_parse() {
     assert_eq!(m, vec![line("ab01", 64, "blk.0.w"), line("cd", 0, "a name  with spaces")]);
     for bad in ["zz  1  x", "ab 1 x", "ab  -1  x"] {
         let e = parse_sipllm(&format!("ab  1  ok\n{bad}\n")).unwrap_err();
-        assert_eq!((e.line(), e.code()), (Some(2), "manifest::sipllm_line"), "{bad}");
+        assert_eq!((e.line(), e.code()), (Some(2), "model::manifest::sipllm_line"), "{bad}");
         assert!(matches!(e.kind(), ManifestErrorKind::SipllmLine { found } if found == bad));
     }
     let e = parse_sipllm("ab 1 x").unwrap_err();
@@ -72,12 +72,12 @@ fn llama_gguf_hash_manifests_parse() {
     assert_eq!(lines.len(), 1);
     assert_eq!(lines[0].name, "test.gguf:tensor_0");
     let e = parse_gguf_hash("xxh64  00  f\nsha256  zz  x").unwrap_err();
-    assert_eq!((e.line(), e.code()), (Some(2), "manifest::not_hex"));
+    assert_eq!((e.line(), e.code()), (Some(2), "model::manifest::not_hex"));
     assert_eq!(e.to_string(), "line 2: \"zz\" is not a hex hash");
     let e = parse_gguf_hash("sha256  ab").unwrap_err();
-    assert_eq!((e.line(), e.code()), (Some(1), "manifest::gguf_hash_line"));
+    assert_eq!((e.line(), e.code()), (Some(1), "model::manifest::gguf_hash_line"));
     let e = parse_gguf_hash("nothing here\n").unwrap_err();
-    assert_eq!((e.line(), e.code()), (None, "manifest::no_hash_lines"));
+    assert_eq!((e.line(), e.code()), (None, "model::manifest::no_hash_lines"));
     assert!(!e.help().is_empty());
     // A sipllm manifest starts with hex digits; its hash length picks the hash.
     let m = Manifest::parse("ab01  64  w\n").unwrap();

@@ -86,7 +86,7 @@ fn the_render_gets_transformers_variables() {
 #[test]
 fn raise_exception_is_its_own_error() {
     let e = render("{{ raise_exception('roles must alternate') }}", HELLO).unwrap_err();
-    assert_eq!(e.code(), "template::raised");
+    assert_eq!(e.code(), "model::template::raised");
     assert!(
         matches!(&e, TemplateError::Raised { message, line: Some(1) } if message == "roles must alternate"),
         "{e:?}"
@@ -100,7 +100,7 @@ fn strict_raises_where_python_raises() {
     assert_eq!(render(src, msgs).unwrap(), "null");
     let strict = Options { strict: true, ..Options::default() };
     let e = render_with(src, msgs, &strict).unwrap_err();
-    assert_eq!(e.code(), "template::strict");
+    assert_eq!(e.code(), "model::template::strict");
     let e = render_with("{{ nothing|tojson }}", msgs, &strict).unwrap_err();
     assert!(
         matches!(&e, TemplateError::Strict { message, .. } if message.contains("Undefined")),
@@ -111,9 +111,9 @@ fn strict_raises_where_python_raises() {
 #[test]
 fn bad_syntax_and_bad_input_are_typed() {
     let e = ChatTemplate::new("{% for %}", &Options::default()).unwrap_err();
-    assert_eq!(e.code(), "template::syntax");
+    assert_eq!(e.code(), "model::template::syntax");
     assert!(matches!(e, TemplateError::Syntax { line: Some(1), .. }));
-    assert_eq!(TemplateValue::from_json("[1,").unwrap_err().code(), "template::input");
+    assert_eq!(TemplateValue::from_json("[1,").unwrap_err().code(), "model::template::input");
 }
 
 // The hostile templates of the issue: each ends in its typed error, within 64 MiB.
@@ -137,14 +137,14 @@ fn nested_loops_of_a_trillion_iterations_run_out_of_fuel() {
 #[test]
 fn a_self_recursive_macro_hits_the_recursion_limit() {
     let (e, peak) = hostile("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
-    assert_eq!(e.code(), "template::recursion", "{e:?}");
+    assert_eq!(e.code(), "model::template::recursion", "{e:?}");
     assert!(peak < MIB_64, "{peak} bytes");
 }
 
 #[test]
 fn a_gigabyte_string_is_refused_before_it_is_built() {
     let (e, peak) = hostile("{{ 'x' * 10**9 }}");
-    assert_eq!(e.code(), "template::render", "{e:?}");
+    assert_eq!(e.code(), "model::template::render", "{e:?}");
     assert!(e.to_string().contains("too large"), "{e}");
     assert!(peak < MIB_64, "{peak} bytes");
 }
@@ -163,14 +163,14 @@ fn fifty_thousand_nested_ifs_are_refused_by_the_parser() {
     let src = format!("{}x{}", "{%if 1%}".repeat(50_000), "{%endif%}".repeat(50_000));
     let (result, peak) = peak_during(|| ChatTemplate::new(&src, &Options::default()));
     let e = result.unwrap_err();
-    assert_eq!(e.code(), "template::recursion", "{e:?}");
+    assert_eq!(e.code(), "model::template::recursion", "{e:?}");
     assert!(peak < MIB_64, "{peak} bytes");
 }
 
 #[test]
 fn dunder_chains_reach_nothing() {
     let (e, peak) = hostile("{{ ''.__class__.__mro__[1].__subclasses__() }}");
-    assert_eq!(e.code(), "template::render", "{e:?}");
+    assert_eq!(e.code(), "model::template::render", "{e:?}");
     assert!(peak < MIB_64, "{peak} bytes");
     // One level prints nothing: minijinja has no Python object behind a value.
     assert_eq!(render("{{ ''.__class__ }}{{ messages.__len__ }}", HELLO).unwrap(), "");
@@ -198,20 +198,23 @@ fn the_audit_finds_every_hostile_probe() {
     let probes = [
         (
             "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
-            "audit::unbounded_loop",
+            "model::audit::unbounded_loop",
         ),
-        ("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "audit::unbounded_recursion"),
-        ("{{ 'x' * 10**9 }}", "audit::huge_repetition"),
-        ("{{ ''.__class__.__mro__[1].__subclasses__() }}", "audit::dunder"),
-        ("{% include 'secrets.txt' %}", "audit::include"),
-        ("{{ cycler.__init__.__globals__.os.popen('id').read() }}", "audit::code_execution"),
+        (
+            "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
+            "model::audit::unbounded_recursion",
+        ),
+        ("{{ 'x' * 10**9 }}", "model::audit::huge_repetition"),
+        ("{{ ''.__class__.__mro__[1].__subclasses__() }}", "model::audit::dunder"),
+        ("{% include 'secrets.txt' %}", "model::audit::include"),
+        ("{{ cycler.__init__.__globals__.os.popen('id').read() }}", "model::audit::code_execution"),
     ];
     for (src, code) in probes {
         assert!(audit(src).iter().any(|f| f.code == code), "{code} not found in {src}");
     }
-    assert!(audit(&"x".repeat(10 << 20)).iter().any(|f| f.code == "audit::too_large"));
+    assert!(audit(&"x".repeat(10 << 20)).iter().any(|f| f.code == "model::audit::too_large"));
     let deep = format!("{}x{}", "{%if 1%}".repeat(50_000), "{%endif%}".repeat(50_000));
-    assert!(audit(&deep).iter().any(|f| f.code == "audit::deep_nesting"));
+    assert!(audit(&deep).iter().any(|f| f.code == "model::audit::deep_nesting"));
 }
 
 #[test]
@@ -235,12 +238,16 @@ fn lint_reports_what_renders_oddly() {
     // shapes, where it prints a null `content`.
     let good = sipllm_testkit::llama3::chat_template();
     let issues = lint(&good, &Options::default(), now).unwrap();
-    assert!(issues.iter().all(|i| i.code != "lint::error"), "{issues:?}");
+    assert!(issues.iter().all(|i| i.code != "model::lint::error"), "{issues:?}");
     // Ignores add_generation_prompt, drops the user's text, iterates a null content.
     let bad = "{% for m in messages %}{% for c in m.content %}{% endfor %}{{ m.role }}{% endfor %}";
     let issues = lint(bad, &Options::default(), now).unwrap();
     let codes: Vec<&str> = issues.iter().map(|i| i.code).collect();
-    for code in ["lint::generation_prompt_ignored", "lint::missing_content", "lint::strict"] {
+    for code in [
+        "model::lint::generation_prompt_ignored",
+        "model::lint::missing_content",
+        "model::lint::strict",
+    ] {
         assert!(codes.contains(&code), "{code} not in {codes:?}");
     }
 }

@@ -125,7 +125,7 @@ fn range_ignored_is_abandoned_unread() {
     )
     .unwrap();
     let e = bounded(&server, || HttpSource::open(url(&server), opts()).unwrap_err());
-    assert_eq!(code_of(&e), "remote::range_ignored");
+    assert_eq!(code_of(&e), "remote::http::range_ignored");
     assert_eq!(e.status, Some(200));
     assert_eq!(server.requests(), 1);
     // Nothing of the body was read by the client; the server could push only what the
@@ -139,7 +139,7 @@ fn body_cut_short_is_retried_then_typed() {
     let data = bytes(3 << 20, 3);
     let server = serve(&data, Fault::CutShort(1000));
     let e = bounded(&server, || HttpSource::open(url(&server), opts()).unwrap_err());
-    assert_eq!(code_of(&e), "remote::short_body", "{e}");
+    assert_eq!(code_of(&e), "remote::http::short_body", "{e}");
     // The first try and three resumptions.
     assert_eq!(server.requests(), 4);
     // Resumptions ask for what is missing only.
@@ -164,7 +164,7 @@ fn wrong_content_range_is_refused() {
     let data = bytes(100_000, 5);
     let server = serve(&data, Fault::WrongContentRange);
     let e = bounded(&server, || HttpSource::open(url(&server), opts()).unwrap_err());
-    assert_eq!(code_of(&e), "remote::bad_content_range", "{e}");
+    assert_eq!(code_of(&e), "remote::http::bad_content_range", "{e}");
     assert_eq!(server.requests(), 1);
 }
 
@@ -192,7 +192,7 @@ fn status_416_is_typed_and_an_empty_object_is_empty() {
     let data = bytes(1000, 8);
     let server = serve(&data, Fault::Always416);
     let e = bounded(&server, || HttpSource::open(url(&server), opts()).unwrap_err());
-    assert_eq!(code_of(&e), "remote::range_not_satisfiable");
+    assert_eq!(code_of(&e), "remote::http::range_not_satisfiable");
     assert_eq!(e.status, Some(416));
     // A real empty object answers 416 with `bytes */0`.
     let empty: Arc<[u8]> = Arc::from(Vec::new());
@@ -208,7 +208,7 @@ fn slow_drip_hits_the_deadline() {
     let o = HttpOptions { deadline: Duration::from_secs(2), ..opts() };
     let t = Instant::now();
     let e = bounded(&server, || HttpSource::open(url(&server), o).unwrap_err());
-    assert_eq!(code_of(&e), "remote::timeout", "{e}");
+    assert_eq!(code_of(&e), "remote::http::timeout", "{e}");
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
 }
 
@@ -218,7 +218,7 @@ fn etag_change_is_an_error_not_spliced_bytes() {
     let server = serve(&data, Fault::EtagChangeAfter(1));
     let src = HttpSource::open(url(&server), opts()).unwrap();
     let e = bounded(&server, || read_err(&src, 4 << 20, 4096));
-    assert_eq!(code_of(&e), "remote::changed", "{e}");
+    assert_eq!(code_of(&e), "remote::http::changed", "{e}");
     assert!(e.to_string().contains("\\\"v1\\\"") || e.to_string().contains("v1"), "{e}");
     assert_eq!(server.requests(), 2);
 }
@@ -252,7 +252,7 @@ fn redirect_loops_end() {
     )
     .unwrap();
     let e = bounded(&server, || HttpSource::open(url(&server), opts()).unwrap_err());
-    assert_eq!(code_of(&e), "remote::too_many_redirects", "{e}");
+    assert_eq!(code_of(&e), "remote::http::too_many_redirects", "{e}");
     assert_eq!(e.hop, 5);
     assert_eq!(server.requests(), 6);
 }
@@ -262,7 +262,7 @@ fn gzip_encoded_body_is_refused() {
     let data = bytes(1000, 13);
     let server = serve(&data, Fault::Gzip);
     let e = bounded(&server, || HttpSource::open(url(&server), opts()).unwrap_err());
-    assert_eq!(code_of(&e), "remote::encoded", "{e}");
+    assert_eq!(code_of(&e), "remote::http::encoded", "{e}");
 }
 
 #[test]
@@ -274,12 +274,12 @@ fn overload_is_retried_with_backoff_then_typed() {
     assert_eq!(server.requests(), 3);
     let server = serve(&data, Fault::Status { code: 429, times: u64::MAX });
     let e = bounded(&server, || HttpSource::open(url(&server), opts()).unwrap_err());
-    assert_eq!((code_of(&e), e.status), ("remote::status", Some(429)));
+    assert_eq!((code_of(&e), e.status), ("remote::http::status", Some(429)));
     assert_eq!(server.requests(), 4);
     let server = serve(&data, Fault::None);
     let missing = HttpUrl::parse(&server.url("nothing")).unwrap();
     let e = HttpSource::open(missing, opts()).unwrap_err();
-    assert_eq!((code_of(&e), e.status), ("remote::status", Some(404)));
+    assert_eq!((code_of(&e), e.status), ("remote::http::status", Some(404)));
     assert_eq!(server.requests(), 1);
 }
 
@@ -290,7 +290,7 @@ fn refused_connection_is_typed() {
     let u = HttpUrl::parse(&format!("http://127.0.0.1:{port}/x")).unwrap();
     let t = Instant::now();
     let e = HttpSource::open(u, opts()).unwrap_err();
-    assert_eq!(code_of(&e), "remote::connect", "{e}");
+    assert_eq!(code_of(&e), "remote::http::connect", "{e}");
     assert!(t.elapsed() < Duration::from_secs(10));
 }
 
@@ -385,7 +385,7 @@ fn split_sets_open_from_the_first_shard_url() {
     .unwrap();
     let u = RemoteUrl::parse(&partial.url(&first), None).unwrap();
     let e = open_model(&u, &opts(), &OpenOptions::default()).unwrap_err();
-    assert_eq!(e.code(), "stream::split::missing_shard", "{e}");
+    assert_eq!(e.code(), "streaming::split::missing_shard", "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

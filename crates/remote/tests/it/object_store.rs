@@ -130,12 +130,12 @@ fn s3_objects_read_like_files_and_a_change_is_refused() {
     put(model_bytes("replaced"));
     let e = src.read_exact_at(0, &mut [0u8; 16]).unwrap_err();
     let r = RemoteError::from_io(&e).unwrap_or_else(|| panic!("{e}"));
-    assert_eq!(r.code(), "remote::changed", "{r}");
+    assert_eq!(r.code(), "remote::http::changed", "{r}");
 
     // A missing key is a 404.
     let missing = RemoteUrl::parse("s3://models/dir/none.gguf", None).unwrap();
     let e = ObjectSource::open_with(&missing, &config).unwrap_err();
-    assert_eq!((e.code(), e.status), ("remote::object_store", Some(404)), "{e}");
+    assert_eq!((e.code(), e.status), ("remote::store::object_store", Some(404)), "{e}");
 }
 
 /// A plain-HTTP endpoint without `allow_http` (`AWS_ALLOW_HTTP`) is refused before any
@@ -157,7 +157,7 @@ fn a_plain_http_endpoint_without_allow_http_names_the_variable() {
     };
     // (`allow_http` given as false overrides an AWS_ALLOW_HTTP the environment may set.)
     let e = ObjectSource::open_with(&url, &config("false")).unwrap_err();
-    assert_eq!(e.code(), "remote::http_not_allowed", "{e}");
+    assert_eq!(e.code(), "remote::store::http_not_allowed", "{e}");
     let shown = e.to_string();
     assert!(shown.contains("AWS_ALLOW_HTTP") && shown.contains("http://127.0.0.1:9"), "{shown}");
     assert!(shown.contains("s3://models/dir/m.gguf"), "{shown}");
@@ -165,5 +165,8 @@ fn a_plain_http_endpoint_without_allow_http_names_the_variable() {
     assert!(!shown.contains("builder error"), "{shown}");
     // Through the streaming layer's error, as the CLI shows it.
     let io = e.clone().into_io();
-    assert_eq!(RemoteError::find_in(&io).map(|r| r.code()), Some("remote::http_not_allowed"));
+    assert_eq!(
+        RemoteError::find_in(&io).map(|r| r.code()),
+        Some("remote::store::http_not_allowed")
+    );
 }

@@ -170,7 +170,7 @@ fn a_slow_drip_header_hits_the_open_deadline() {
     };
     let e = open_model(&url, &http, &OpenOptions::default()).unwrap_err();
     let remote = RemoteError::find_in(&e).unwrap_or_else(|| panic!("not a remote error: {e}"));
-    assert_eq!(remote.code(), "remote::open_timeout", "{e}");
+    assert_eq!(remote.code(), "remote::http::open_timeout", "{e}");
     assert!(remote.to_string().contains("deadline (1 s)"), "{remote}");
     // Few requests: the deadline is not retried past.
     assert!(server.requests() <= 10, "{} requests", server.requests());

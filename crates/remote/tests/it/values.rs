@@ -150,7 +150,7 @@ fn open_url_opens_what_open_model_opens_and_names_a_bad_url() {
             .unwrap_err();
     assert!(matches!(e, StreamError::Open { .. }), "{e:?}");
     let r = sipllm_remote::RemoteError::find_in(&e).unwrap();
-    assert_eq!(r.code(), "remote::bad_url");
+    assert_eq!(r.code(), "remote::url::bad_url");
     assert!(!format!("{e} {r}").contains("secret"), "{e} {r}");
 }
 

@@ -49,10 +49,10 @@ fn elem(index: Option<u64>) -> String {
 impl Kind for MetaError {
     fn code(&self) -> &'static str {
         match self {
-            MetaError::Missing { .. } => "stream::meta::missing",
-            MetaError::Type { .. } => "stream::meta::type_mismatch",
-            MetaError::Range { .. } => "stream::meta::out_of_range",
-            MetaError::Utf8 { .. } => "stream::meta::invalid_utf8",
+            MetaError::Missing { .. } => "streaming::meta::missing",
+            MetaError::Type { .. } => "streaming::meta::type_mismatch",
+            MetaError::Range { .. } => "streaming::meta::out_of_range",
+            MetaError::Utf8 { .. } => "streaming::meta::invalid_utf8",
         }
     }
 
@@ -78,7 +78,7 @@ impl Kind for MetaError {
     }
 }
 impl MetaError {
-    /// The stable code (`stream::meta::…`); [`Kind::code`] without importing the trait.
+    /// The stable code (`streaming::meta::…`); [`Kind::code`] without importing the trait.
     pub fn code(&self) -> &'static str {
         Kind::code(self)
     }

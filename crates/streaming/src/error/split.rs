@@ -192,19 +192,19 @@ fn missing_where(missing: &Option<PathBuf>) -> String {
 impl Kind for SplitSetError {
     fn code(&self) -> &'static str {
         match self {
-            SplitSetError::MissingShard { .. } => "stream::split::missing_shard",
-            SplitSetError::NameMismatch { .. } => "stream::split::name_mismatch",
-            SplitSetError::BadName { .. } => "stream::split::bad_name",
-            SplitSetError::KeyMismatch { .. } => "stream::split::key_mismatch",
-            SplitSetError::KeyType { .. } => "stream::split::key_type",
-            SplitSetError::KeyMissing { .. } => "stream::split::key_missing",
-            SplitSetError::BadIndex { .. } => "stream::split::bad_index",
-            SplitSetError::DuplicateShard { .. } => "stream::split::duplicate_shard",
-            SplitSetError::DuplicateTensor { .. } => "stream::split::duplicate_tensor",
-            SplitSetError::TensorCount { .. } => "stream::split::tensor_count",
-            SplitSetError::NotASet { .. } => "stream::split::not_a_set",
-            SplitSetError::EndianMismatch { .. } => "stream::split::endian_mismatch",
-            SplitSetError::TooManyFiles { .. } => "stream::split::too_many_files",
+            SplitSetError::MissingShard { .. } => "streaming::split::missing_shard",
+            SplitSetError::NameMismatch { .. } => "streaming::split::name_mismatch",
+            SplitSetError::BadName { .. } => "streaming::split::bad_name",
+            SplitSetError::KeyMismatch { .. } => "streaming::split::key_mismatch",
+            SplitSetError::KeyType { .. } => "streaming::split::key_type",
+            SplitSetError::KeyMissing { .. } => "streaming::split::key_missing",
+            SplitSetError::BadIndex { .. } => "streaming::split::bad_index",
+            SplitSetError::DuplicateShard { .. } => "streaming::split::duplicate_shard",
+            SplitSetError::DuplicateTensor { .. } => "streaming::split::duplicate_tensor",
+            SplitSetError::TensorCount { .. } => "streaming::split::tensor_count",
+            SplitSetError::NotASet { .. } => "streaming::split::not_a_set",
+            SplitSetError::EndianMismatch { .. } => "streaming::split::endian_mismatch",
+            SplitSetError::TooManyFiles { .. } => "streaming::split::too_many_files",
         }
     }
 
@@ -268,7 +268,7 @@ impl Kind for SplitSetError {
     }
 }
 impl SplitSetError {
-    /// The stable code (`stream::split::…`); [`Kind::code`] without importing the trait.
+    /// The stable code (`streaming::split::…`); [`Kind::code`] without importing the trait.
     pub fn code(&self) -> &'static str {
         Kind::code(self)
     }

@@ -76,12 +76,12 @@ pub enum TensorError {
 impl Kind for TensorError {
     fn code(&self) -> &'static str {
         match self {
-            TensorError::SizeMismatch { .. } => "stream::read::size_mismatch",
-            TensorError::NotInSource { .. } => "stream::tensor::not_in_source",
-            TensorError::Missing { .. } => "stream::tensor::missing",
-            TensorError::UnknownSize { .. } => "stream::tensor::unknown_size",
+            TensorError::SizeMismatch { .. } => "streaming::read::size_mismatch",
+            TensorError::NotInSource { .. } => "streaming::tensor::not_in_source",
+            TensorError::Missing { .. } => "streaming::tensor::missing",
+            TensorError::UnknownSize { .. } => "streaming::tensor::unknown_size",
             TensorError::Dequant { source, .. } => source.code(),
-            TensorError::ElementRange { .. } => "stream::values::element_range",
+            TensorError::ElementRange { .. } => "streaming::values::element_range",
         }
     }
 
@@ -113,7 +113,7 @@ impl Kind for TensorError {
     }
 }
 impl TensorError {
-    /// The stable code (`stream::tensor::…`, `stream::read::…`, `stream::values::…`, or the
+    /// The stable code (`streaming::tensor::…`, `streaming::read::…`, `streaming::values::…`, or the
     /// dequantizer's); [`Kind::code`] without importing the trait.
     pub fn code(&self) -> &'static str {
         Kind::code(self)

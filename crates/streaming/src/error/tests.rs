@@ -9,14 +9,14 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
     let io = || io::Error::from(io::ErrorKind::PermissionDenied);
     let path = Some(PathBuf::from("m.gguf"));
     let cases = [
-        (StreamError::Open { path: "m.gguf".into(), source: io() }, "stream::io::open"),
+        (StreamError::Open { path: "m.gguf".into(), source: io() }, "streaming::io::open"),
         (
             StreamError::Io { path: path.clone(), offset: 1, len: 2, source: io() },
-            "stream::io::read",
+            "streaming::io::read",
         ),
         (
             StreamError::UnexpectedEof { path: path.clone(), offset: 1, len: 8, missing: 3 },
-            "stream::io::unexpected_eof",
+            "streaming::io::unexpected_eof",
         ),
         (
             StreamError::Tensor(TensorError::SizeMismatch {
@@ -24,11 +24,11 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 expected: 4,
                 got: 2,
             }),
-            "stream::read::size_mismatch",
+            "streaming::read::size_mismatch",
         ),
         (
             StreamError::OutOfBounds { path: None, offset: 9, len: 2, file_size: 10 },
-            "stream::read::out_of_bounds",
+            "streaming::read::out_of_bounds",
         ),
         (
             StreamError::TensorOutOfBounds {
@@ -38,31 +38,31 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 nbytes: 4,
                 file_size: 10,
             },
-            "stream::tensor::out_of_bounds",
+            "streaming::tensor::out_of_bounds",
         ),
         (
             StreamError::Tensor(TensorError::NotInSource { tensor: "t".into(), offset: 0 }),
-            "stream::tensor::not_in_source",
+            "streaming::tensor::not_in_source",
         ),
         (
             StreamError::Tensor(TensorError::UnknownSize {
                 tensor: "t".into(),
                 ggml_type: GgmlType::from_code(99),
             }),
-            "stream::tensor::unknown_size",
+            "streaming::tensor::unknown_size",
         ),
         (
             StreamError::TooLarge { what: "tensor \"t\"".into(), bytes: u64::MAX },
-            "stream::memory::too_large",
+            "streaming::memory::too_large",
         ),
-        (StreamError::Meta(MetaError::Missing { key: "k".into() }), "stream::meta::missing"),
+        (StreamError::Meta(MetaError::Missing { key: "k".into() }), "streaming::meta::missing"),
         (
             StreamError::Meta(MetaError::Type {
                 key: "k".into(),
                 expected: "float",
                 actual: "integer",
             }),
-            "stream::meta::type_mismatch",
+            "streaming::meta::type_mismatch",
         ),
         (
             StreamError::Meta(MetaError::Range {
@@ -71,20 +71,20 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 value: -1,
                 target: "u8",
             }),
-            "stream::meta::out_of_range",
+            "streaming::meta::out_of_range",
         ),
         (
             StreamError::Meta(MetaError::Utf8 { key: "k".into(), index: None }),
-            "stream::meta::invalid_utf8",
+            "streaming::meta::invalid_utf8",
         ),
         (
             StreamError::UnknownMagic { path: path.clone(), found: *b"PK\x03\x04" },
-            "stream::open::unknown_magic",
+            "streaming::open::unknown_magic",
         ),
-        (StreamError::TooShort { path: path.clone(), len: 3 }, "stream::open::too_short"),
+        (StreamError::TooShort { path: path.clone(), len: 3 }, "streaming::open::too_short"),
         (
             StreamError::Spool { path: "/tmp/x".into(), offset: 0, source: io() },
-            "stream::io::spool",
+            "streaming::io::spool",
         ),
         (
             StreamError::Split(SplitSetError::MissingShard {
@@ -93,7 +93,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 split_no: 1,
                 count: 3,
             }),
-            "stream::split::missing_shard",
+            "streaming::split::missing_shard",
         ),
         (
             StreamError::Split(SplitSetError::NameMismatch {
@@ -103,7 +103,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 split_no: 1,
                 count: 3,
             }),
-            "stream::split::name_mismatch",
+            "streaming::split::name_mismatch",
         ),
         (
             StreamError::Split(SplitSetError::BadName {
@@ -111,7 +111,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 split_no: 0,
                 count: 3,
             }),
-            "stream::split::bad_name",
+            "streaming::split::bad_name",
         ),
         (
             StreamError::Split(SplitSetError::KeyMismatch {
@@ -121,7 +121,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 found: 4,
                 reference: None,
             }),
-            "stream::split::key_mismatch",
+            "streaming::split::key_mismatch",
         ),
         (
             StreamError::Split(SplitSetError::KeyType {
@@ -130,11 +130,11 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 expected: "UINT16",
                 found: "UINT32",
             }),
-            "stream::split::key_type",
+            "streaming::split::key_type",
         ),
         (
             StreamError::Split(SplitSetError::KeyMissing { path: path.clone(), key: "split.no" }),
-            "stream::split::key_missing",
+            "streaming::split::key_missing",
         ),
         (
             StreamError::Split(SplitSetError::BadIndex {
@@ -142,7 +142,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 split_no: 3,
                 count: 3,
             }),
-            "stream::split::bad_index",
+            "streaming::split::bad_index",
         ),
         (
             StreamError::Split(SplitSetError::DuplicateShard {
@@ -150,7 +150,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 second: None,
                 split_no: 0,
             }),
-            "stream::split::duplicate_shard",
+            "streaming::split::duplicate_shard",
         ),
         (
             StreamError::Split(SplitSetError::DuplicateTensor {
@@ -158,7 +158,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 first: path.clone(),
                 second: Some("n.gguf".into()),
             }),
-            "stream::split::duplicate_tensor",
+            "streaming::split::duplicate_tensor",
         ),
         (
             StreamError::Split(SplitSetError::TensorCount {
@@ -167,19 +167,19 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 found: 5,
                 shards: 3,
             }),
-            "stream::split::tensor_count",
+            "streaming::split::tensor_count",
         ),
         (
             StreamError::Split(SplitSetError::NotASet { path: None, count: None }),
-            "stream::split::not_a_set",
+            "streaming::split::not_a_set",
         ),
         (
             StreamError::NotAFile { path: "m.gguf".into(), kind: FileKind::Fifo },
-            "stream::open::not_a_file",
+            "streaming::open::not_a_file",
         ),
         (
             StreamError::Locked { path: "m.gguf".into(), exclusive: true, wait: Duration::ZERO },
-            "stream::lock::busy",
+            "streaming::lock::busy",
         ),
         (
             StreamError::Split(SplitSetError::EndianMismatch {
@@ -188,7 +188,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 found: sipllm_gguf::Endian::Big,
                 reference: Some("m-00001-of-00002.gguf".into()),
             }),
-            "stream::split::endian_mismatch",
+            "streaming::split::endian_mismatch",
         ),
         (
             StreamError::Split(SplitSetError::TooManyFiles {
@@ -196,14 +196,14 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 count: 4000,
                 limit: 1024,
             }),
-            "stream::split::too_many_files",
+            "streaming::split::too_many_files",
         ),
         (
             StreamError::Tensor(TensorError::Dequant {
                 tensor: "t".into(),
                 source: sipllm_quants::DequantError::UnsupportedType { ty: GgmlType::I8 },
             }),
-            "quants::unsupported_type",
+            "quants::dequant::unsupported_type",
         ),
         (
             StreamError::Tensor(TensorError::ElementRange {
@@ -213,9 +213,12 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
                 count: 8,
                 got: 0,
             }),
-            "stream::values::element_range",
+            "streaming::values::element_range",
         ),
-        (StreamError::Tensor(TensorError::Missing { name: "t".into() }), "stream::tensor::missing"),
+        (
+            StreamError::Tensor(TensorError::Missing { name: "t".into() }),
+            "streaming::tensor::missing",
+        ),
     ];
     let mut codes: Vec<&str> = cases.iter().map(|(e, _)| e.code()).collect();
     for (err, code) in &cases {
@@ -243,29 +246,29 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
         cases.iter().map(|(e, _)| e).find(|e| e.code() == code).map(|e| e.located().to_string())
     };
     assert_eq!(
-        split("stream::split::missing_shard").unwrap(),
+        split("streaming::split::missing_shard").unwrap(),
         "m-00001-of-00003.gguf: shard 2 of 3 of the split set (split.no = 1) is missing: \
          m-00002-of-00003.gguf does not exist"
     );
     assert_eq!(
-        split("stream::split::duplicate_shard").unwrap(),
+        split("streaming::split::duplicate_shard").unwrap(),
         "the source and the source are both shard 1 of the set (split.no = 0)"
     );
     assert_eq!(
-        split("stream::split::not_a_set").unwrap(),
+        split("streaming::split::not_a_set").unwrap(),
         "not a split set: split.count is absent"
     );
     assert_eq!(
-        split("stream::split::key_mismatch").unwrap(),
+        split("streaming::split::key_mismatch").unwrap(),
         "m.gguf: split.count is 4 here, but 3 in the source"
     );
     assert_eq!(
-        split("stream::split::endian_mismatch").unwrap(),
+        split("streaming::split::endian_mismatch").unwrap(),
         "m-00002-of-00002.gguf: the shard is big-endian, but m-00001-of-00002.gguf is \
          little-endian: one set has one byte order"
     );
     assert_eq!(
-        split("stream::lock::busy").unwrap(),
+        split("streaming::lock::busy").unwrap(),
         "m.gguf: the file is in use by another process (an in-place edit, or a reader such \
          as sipllm verify): it was not changed"
     );
@@ -337,5 +340,5 @@ fn read_errors_recover_the_short_read() {
     assert!(matches!(e, StreamError::UnexpectedEof { offset: 100, len: 10, missing: 4, .. }));
     let other = io::Error::from(io::ErrorKind::UnexpectedEof);
     let e = StreamError::read(None, 5, 6, other);
-    assert_eq!(e.code(), "stream::io::read", "an EOF without a ShortRead stays an I/O error");
+    assert_eq!(e.code(), "streaming::io::read", "an EOF without a ShortRead stays an I/O error");
 }

@@ -36,7 +36,7 @@ fn exercise(bytes: &[u8], opts: &OpenOptions) -> Result<usize, String> {
                 assert_eq!(&buf[..], &bytes[t.abs_offset as usize..end as usize]);
                 read += 1;
             }
-            Err(e) => assert_eq!(e.code(), "stream::tensor::unknown_size"),
+            Err(e) => assert_eq!(e.code(), "streaming::tensor::unknown_size"),
         }
     }
     for (_, v) in file.metadata() {

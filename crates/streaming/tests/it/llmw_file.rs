@@ -108,18 +108,18 @@ fn the_store_checks_every_request() {
     let t = file.tensors()[1].clone();
     let mut short = vec![0u8; t.byte_len().unwrap() - 1];
     let err = file.read_raw(&t, &mut short).unwrap_err();
-    assert_eq!(err.code(), "stream::read::size_mismatch");
+    assert_eq!(err.code(), "streaming::read::size_mismatch");
     let mut moved = t.clone();
     moved.abs_offset += 64;
     let mut buf = vec![0u8; t.byte_len().unwrap()];
     assert_eq!(
         file.read_raw(&moved, &mut buf).unwrap_err().code(),
-        "stream::tensor::not_in_source"
+        "streaming::tensor::not_in_source"
     );
     let mut past = [0u8; 2];
     let err = file.read_raw_at(file.file_size() - 1, &mut past).unwrap_err();
-    assert_eq!(err.code(), "stream::read::out_of_bounds");
-    assert_eq!(file.meta_int("absent").unwrap_err().code(), "stream::meta::missing");
+    assert_eq!(err.code(), "streaming::read::out_of_bounds");
+    assert_eq!(file.meta_int("absent").unwrap_err().code(), "streaming::meta::missing");
     assert_eq!(
         file.meta_int("tokenizer.ggml.tokens").unwrap_err().to_string(),
         "metadata key \"tokenizer.ggml.tokens\": expected integer, found string array"
@@ -207,7 +207,7 @@ fn every_prefix_opens_only_when_the_data_is_complete() {
     for cut in 0..=bytes.len() {
         let result = exercise(&bytes[..cut], &opts);
         match cut {
-            0..4 => assert_eq!(result.unwrap_err(), "stream::open::too_short", "cut {cut}"),
+            0..4 => assert_eq!(result.unwrap_err(), "streaming::open::too_short", "cut {cut}"),
             _ if cut == bytes.len() => assert_eq!(result, Ok(12)),
             _ if cut < data_start => {
                 assert_eq!(result.unwrap_err(), "llmw::input::unexpected_eof", "cut {cut}")
@@ -239,7 +239,10 @@ fn single_byte_corruptions_never_panic() {
             match exercise(&bad, &opts) {
                 Ok(_) => opened += 1,
                 Err(code) => {
-                    assert!(code.starts_with("llmw::") || code.starts_with("stream::"), "{code}");
+                    assert!(
+                        code.starts_with("llmw::") || code.starts_with("streaming::"),
+                        "{code}"
+                    );
                     codes.insert(code);
                 }
             }
@@ -247,6 +250,6 @@ fn single_byte_corruptions_never_panic() {
     }
     // Flips inside strings and data still open; the rest are coded errors of many kinds.
     assert!(opened > 0, "{opened}");
-    assert!(codes.contains("stream::open::unknown_magic"), "{codes:?}");
+    assert!(codes.contains("streaming::open::unknown_magic"), "{codes:?}");
     assert!(codes.len() >= 6, "{codes:?}");
 }

@@ -61,42 +61,42 @@ fn typed_accessors_name_key_expected_and_actual_type() {
     let cases: [(StreamError, &str, &str); 8] = [
         (
             f.meta_int("absent").unwrap_err(),
-            "stream::meta::missing",
+            "streaming::meta::missing",
             "metadata key \"absent\" is missing",
         ),
         (
             f.meta_float("u8").unwrap_err(),
-            "stream::meta::type_mismatch",
+            "streaming::meta::type_mismatch",
             "metadata key \"u8\": expected float, found integer",
         ),
         (
             f.meta_str("ints").unwrap_err(),
-            "stream::meta::type_mismatch",
+            "streaming::meta::type_mismatch",
             "metadata key \"ints\": expected string, found integer array",
         ),
         (
             f.meta_ints("strs").unwrap_err(),
-            "stream::meta::type_mismatch",
+            "streaming::meta::type_mismatch",
             "metadata key \"strs\": expected integer array, found string array",
         ),
         (
             f.meta_strs("bools").unwrap_err(),
-            "stream::meta::type_mismatch",
+            "streaming::meta::type_mismatch",
             "metadata key \"bools\": expected string array, found array of bools or arrays",
         ),
         (
             f.meta_bool("name").unwrap_err(),
-            "stream::meta::type_mismatch",
+            "streaming::meta::type_mismatch",
             "metadata key \"name\": expected bool, found string",
         ),
         (
             f.meta_int("u64.big").unwrap_err(),
-            "stream::meta::out_of_range",
+            "streaming::meta::out_of_range",
             "metadata key \"u64.big\": value 18446744073709551615 does not fit i64",
         ),
         (
             f.meta_uint("i32.neg").unwrap_err(),
-            "stream::meta::out_of_range",
+            "streaming::meta::out_of_range",
             "metadata key \"i32.neg\": value -5 does not fit u64",
         ),
     ];
@@ -124,7 +124,7 @@ fn lists_are_lazy_views_into_the_header() {
 
     let u16s = f.meta_ints("u16s").unwrap();
     assert_eq!(u16s.get(1), Some(300));
-    assert_eq!(u16s.to_vec::<u8>().unwrap_err().code(), "stream::meta::out_of_range");
+    assert_eq!(u16s.to_vec::<u8>().unwrap_err().code(), "streaming::meta::out_of_range");
 
     let floats = f.meta_floats("floats").unwrap();
     assert_eq!(floats.to_vec(), [0.5]);
@@ -174,7 +174,7 @@ fn non_utf8_strings_from_lenient_files_are_errors_only_when_asked_as_str() {
     let opts = OpenOptions::default().with_profile(Profile::Lenient);
     let f = GgufFile::from_source(MemSource::new(bytes), &opts).unwrap();
     let err = f.meta_str("bad").unwrap_err();
-    assert_eq!(err.code(), "stream::meta::invalid_utf8");
+    assert_eq!(err.code(), "streaming::meta::invalid_utf8");
     assert_eq!(f.meta("bad").unwrap().as_text().unwrap().as_bytes(), b"a\xff");
     let list = f.meta_strs("list").unwrap();
     assert_eq!(
@@ -353,7 +353,7 @@ fn floats_read_as_f32() {
     assert_eq!(f.meta_f32("eps").unwrap(), 1e-5f32);
     assert_eq!(f.meta_f32("base").unwrap(), 0.1f32);
     assert_eq!(f.meta("eps").unwrap().as_f32(), Some(1e-5f32));
-    assert_eq!(f.meta_f32("scores").unwrap_err().code(), "stream::meta::type_mismatch");
+    assert_eq!(f.meta_f32("scores").unwrap_err().code(), "streaming::meta::type_mismatch");
     // Slices of f64 (other formats) read as f32 too.
     let slice = [0.5f64, 0.1];
     let fl = FloatList::from_slice("k", &slice);

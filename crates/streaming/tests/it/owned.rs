@@ -38,7 +38,7 @@ fn get_equals_the_lists_elements_and_the_source_stays_usable() {
     assert_eq!(file, 5000);
     let boxed = engine.vocab.into_source();
     let e = OwnedStrs::from_boxed(boxed, "general.name").unwrap_err();
-    assert_eq!(e.code(), "stream::meta::type_mismatch");
+    assert_eq!(e.code(), "streaming::meta::type_mismatch");
 }
 
 #[test]

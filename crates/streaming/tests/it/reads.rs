@@ -64,7 +64,7 @@ fn read_raw_checks_the_buffer_size() {
     let a = file.find("a").unwrap();
     for len in [0, 1, 127] {
         let err = file.read_raw(a, &mut vec![0u8; len]).unwrap_err();
-        assert_eq!(err.code(), "stream::read::size_mismatch");
+        assert_eq!(err.code(), "streaming::read::size_mismatch");
         assert_eq!(
             err.to_string(),
             format!("tensor \"a\" has 128 bytes but the destination buffer has {len}")
@@ -93,7 +93,7 @@ fn read_tensor_returns_the_bytes_or_names_the_missing_tensor() {
     file.read_raw(a, &mut exact).unwrap();
     assert_eq!(file.read_tensor("a").unwrap(), exact);
     let err = file.read_tensor("nope").unwrap_err();
-    assert_eq!(err.code(), "stream::tensor::missing");
+    assert_eq!(err.code(), "streaming::tensor::missing");
     assert_eq!(err.to_string(), "no tensor named \"nope\"");
     // Through the boxed seam too.
     let boxed: Box<dyn WeightSource> = Box::new(small_file());
@@ -106,11 +106,11 @@ fn read_raw_rejects_a_tensor_info_from_elsewhere() {
     let mut foreign = file.find("a").unwrap().clone();
     foreign.abs_offset += 32;
     let err = file.read_raw(&foreign, &mut [0u8; 128]).unwrap_err();
-    assert_eq!(err.code(), "stream::tensor::not_in_source");
+    assert_eq!(err.code(), "streaming::tensor::not_in_source");
     let mut renamed = file.find("b").unwrap().clone();
     renamed.name = "a".into();
     let err = file.read_raw(&renamed, &mut [0u8; 64]).unwrap_err();
-    assert_eq!(err.code(), "stream::tensor::not_in_source");
+    assert_eq!(err.code(), "streaming::tensor::not_in_source");
     assert_eq!(err.offset(), Some(renamed.abs_offset));
 }
 
@@ -122,7 +122,7 @@ fn read_raw_at_is_bounds_checked() {
     file.read_raw_at(size, &mut []).unwrap();
     for (offset, len) in [(size - 3, 4usize), (size + 1, 0), (u64::MAX, 2)] {
         let err = file.read_raw_at(offset, &mut vec![0u8; len]).unwrap_err();
-        assert_eq!(err.code(), "stream::read::out_of_bounds", "{offset} {len}");
+        assert_eq!(err.code(), "streaming::read::out_of_bounds", "{offset} {len}");
         assert_eq!(
             err.to_string(),
             format!(
@@ -156,13 +156,13 @@ fn unknown_types_are_listed_leniently_but_not_readable() {
     assert_eq!(future.nbytes, None);
     assert_eq!(future.ggml_type, GgmlType::from_code(99));
     let err = file.read_raw(future, &mut [0u8; 32]).unwrap_err();
-    assert_eq!(err.code(), "stream::tensor::unknown_size");
+    assert_eq!(err.code(), "streaming::tensor::unknown_size");
     assert_eq!(
         err.to_string(),
         "tensor \"future\": the byte size of its type (unknown type 99) is not known"
     );
-    assert_eq!(file.prefetch(future).unwrap_err().code(), "stream::tensor::unknown_size");
-    assert_eq!(future.byte_len().unwrap_err().code(), "stream::tensor::unknown_size");
+    assert_eq!(file.prefetch(future).unwrap_err().code(), "streaming::tensor::unknown_size");
+    assert_eq!(future.byte_len().unwrap_err().code(), "streaming::tensor::unknown_size");
     // Its bytes are still reachable by offset.
     let mut buf = [0u8; 32];
     file.read_raw_at(future.abs_offset, &mut buf).unwrap();
@@ -281,7 +281,7 @@ fn io_errors_carry_path_offset_and_length() {
         }
     }
     let err = GgufFile::from_source(Failing, &OpenOptions::default()).unwrap_err();
-    assert_eq!(err.code(), "stream::io::read");
+    assert_eq!(err.code(), "streaming::io::read");
     assert_eq!(err.offset(), Some(0));
     assert!(
         matches!(&err, StreamError::Io { offset: 0, len: 1000, path: None, .. }),
@@ -294,7 +294,7 @@ fn io_errors_carry_path_offset_and_length() {
 fn open_errors_name_the_path() {
     let missing = std::env::temp_dir().join("sipllm-streaming-does-not-exist.gguf");
     let err = GgufFile::open(&missing, &OpenOptions::default()).unwrap_err();
-    assert_eq!(err.code(), "stream::io::open");
+    assert_eq!(err.code(), "streaming::io::open");
     assert_eq!(err.path(), Some(missing.as_path()));
     assert!(err.to_string().starts_with("cannot open: "), "the path is context: {err}");
     assert!(
@@ -302,7 +302,7 @@ fn open_errors_name_the_path() {
     );
     let dir = std::env::temp_dir();
     let err = FileBacking::open(&dir, Backend::Mmap).unwrap_err();
-    assert_eq!(err.code(), "stream::io::open");
+    assert_eq!(err.code(), "streaming::io::open");
 }
 
 #[test]
@@ -344,5 +344,5 @@ fn read_chunked_streams_a_tensor_through_any_buffer() {
         assert_eq!(pieces, 128usize.div_ceil(size), "buffer of {size}");
     }
     let e = file.read_chunked(a, &mut [], &mut |_| {}).unwrap_err();
-    assert_eq!(e.code(), "stream::read::size_mismatch");
+    assert_eq!(e.code(), "streaming::read::size_mismatch");
 }

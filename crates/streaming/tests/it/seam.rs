@@ -341,7 +341,7 @@ fn unknown_magic_is_an_error_showing_the_bytes() {
     let opts = OpenOptions::default();
     let file = TempFile::with_bytes("zip.gguf", b"PK\x03\x04 not a model");
     let err = open_model(file.path(), &opts).err().unwrap();
-    assert_eq!(err.code(), "stream::open::unknown_magic");
+    assert_eq!(err.code(), "streaming::open::unknown_magic");
     assert!(matches!(err, StreamError::UnknownMagic { found: [b'P', b'K', 3, 4], .. }));
     assert_eq!(err.path(), Some(file.path()));
     let msg = err.located().to_string();
@@ -358,7 +358,7 @@ fn unknown_magic_is_an_error_showing_the_bytes() {
     assert!(err.help().contains("legacy GGML"), "{}", err.help());
     // Case matters: magics are bytes.
     let err = open_model_from(MemSource::new(b"gguf\x03\0\0\0"), &opts).err().unwrap();
-    assert_eq!(err.code(), "stream::open::unknown_magic");
+    assert_eq!(err.code(), "streaming::open::unknown_magic");
 }
 
 #[test]
@@ -367,7 +367,7 @@ fn files_shorter_than_a_magic_have_their_own_error() {
     for bytes in [&b""[..], b"G", b"GGU", b"LLM"] {
         let file = TempFile::with_bytes("short", bytes);
         let err = open_model(file.path(), &opts).err().unwrap();
-        assert_eq!(err.code(), "stream::open::too_short", "{bytes:?}");
+        assert_eq!(err.code(), "streaming::open::too_short", "{bytes:?}");
         assert!(matches!(err, StreamError::TooShort { len, .. } if len == bytes.len() as u64));
         assert_eq!(err.path(), Some(file.path()));
         let err = open_model_from(MemSource::new(bytes), &opts).err().unwrap();
@@ -400,6 +400,6 @@ fn a_bare_magic_is_the_format_parsers_truncation_error() {
 fn a_missing_file_is_an_open_error() {
     let path = crate::common::unique_temp_path("absent.llmw");
     let err = open_model(&path, &OpenOptions::default()).err().unwrap();
-    assert_eq!(err.code(), "stream::io::open");
+    assert_eq!(err.code(), "streaming::io::open");
     assert_eq!(err.path(), Some(path.as_path()));
 }

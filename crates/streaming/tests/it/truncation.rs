@@ -159,7 +159,7 @@ fn a_file_that_shrinks_after_open_reports_offset_and_missing_bytes() {
     let c = file.find("c").unwrap();
     let mut buf = vec![0u8; 128];
     let err = file.read_raw(c, &mut buf).unwrap_err();
-    assert_eq!(err.code(), "stream::io::unexpected_eof");
+    assert_eq!(err.code(), "streaming::io::unexpected_eof");
     match &err {
         StreamError::UnexpectedEof { path, offset, len, missing } => {
             assert_eq!(path.as_deref(), Some(tmp.path()));
@@ -195,14 +195,14 @@ fn tensor_store_rejects_tensors_outside_the_source() {
     let source = || Box::new(MemSource::new(vec![0u8; 1000]));
     let tensors = vec![info("x", 0, 500), info("y", 500, 600), info("z", 1100, 4)];
     let err = TensorStore::new(source(), None, tensors, 0).unwrap_err();
-    assert_eq!(err.code(), "stream::tensor::out_of_bounds");
+    assert_eq!(err.code(), "streaming::tensor::out_of_bounds");
     assert_eq!(
         err.to_string(),
         "tensor \"y\": its 600 bytes at offset 500 end past the end of the file (1,000 bytes)"
     );
     // Overflowing offsets are out of bounds too, not a panic.
     let err = TensorStore::new(source(), None, vec![info("o", u64::MAX - 1, 8)], 0).unwrap_err();
-    assert_eq!(err.code(), "stream::tensor::out_of_bounds");
+    assert_eq!(err.code(), "streaming::tensor::out_of_bounds");
     // Exactly filling the source is fine.
     let store = TensorStore::new(source(), None, vec![info("x", 0, 1000)], 0).unwrap();
     assert_eq!(store.find("x").map(|t| t.abs_offset), Some(0));

@@ -156,7 +156,7 @@ fn bad_requests_are_typed_errors() {
     let t = f.find("w").unwrap();
     let mut out = vec![0f32; 10];
     let e = f.read_f32_at(t, 0..11, &mut out).unwrap_err();
-    assert_eq!(e.code(), "stream::values::element_range");
+    assert_eq!(e.code(), "streaming::values::element_range");
     let e = f.read_f32_at(t, 120..130, &mut out).unwrap_err();
     assert!(
         matches!(
@@ -167,10 +167,10 @@ fn bad_requests_are_typed_errors() {
     );
     #[allow(clippy::reversed_empty_ranges)]
     let e = f.read_f32_at(t, 5..4, &mut []).unwrap_err();
-    assert_eq!(e.code(), "stream::values::element_range");
+    assert_eq!(e.code(), "streaming::values::element_range");
 
     let (_, f) = one_tensor(GgmlType::I32, 4, 1);
     let e = f.read_f32(f.find("w").unwrap()).unwrap_err();
-    assert_eq!(e.code(), "quants::unsupported_type");
+    assert_eq!(e.code(), "quants::dequant::unsupported_type");
     assert!(e.to_string().contains("\"w\""), "{e}");
 }
