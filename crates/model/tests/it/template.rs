@@ -155,7 +155,18 @@ fn a_ten_megabyte_template_is_refused_unparsed() {
     let (result, peak) = peak_during(|| ChatTemplate::new(&src, &Options::default()));
     let e = result.unwrap_err();
     assert!(matches!(e, TemplateError::TooLarge { len, .. } if len == 10 << 20), "{e:?}");
+    assert_eq!(e.code(), "model::template::too_large");
+    assert_eq!(
+        e.to_string(),
+        format!("the template is {} bytes, more than the limit of {} bytes", 10 << 20, 1 << 20)
+    );
     assert!(peak < MIB_64, "{peak} bytes");
+    // One byte under the limit is compiled; at the limit plus one, refused.
+    let limits = Limits { max_source: 16, ..Limits::default() };
+    let options = Options { limits, strict: false };
+    assert!(ChatTemplate::new(&"x".repeat(16), &options).is_ok());
+    let e = ChatTemplate::new(&"x".repeat(17), &options).unwrap_err();
+    assert_eq!(e, TemplateError::TooLarge { len: 17, limit: 16 });
 }
 
 #[test]
@@ -180,17 +191,37 @@ fn dunder_chains_reach_nothing() {
 fn output_is_capped() {
     let (e, peak) = hostile("{% for i in range(100000) %}{{ 'x' * 1000 }}{% endfor %}");
     assert!(matches!(e, TemplateError::OutputTooLarge { limit } if limit == 1 << 20), "{e:?}");
+    assert_eq!(e.code(), "model::template::output_too_large");
+    assert!(e.to_string().contains("larger than the limit of 1048576 bytes"), "{e}");
     assert!(peak < MIB_64, "{peak} bytes");
+    // The cap is the option's: 10 bytes fit a limit of 10, 11 do not.
+    let options = Options { limits: Limits { max_output: 10, ..Limits::default() }, strict: false };
+    assert_eq!(render_with("{{ 'x' * 10 }}", HELLO, &options).unwrap(), "x".repeat(10));
+    let e = render_with("{{ 'x' * 11 }}", HELLO, &options).unwrap_err();
+    assert_eq!(
+        (e.code(), e),
+        ("model::template::output_too_large", TemplateError::OutputTooLarge { limit: 10 })
+    );
 }
 
 #[test]
 fn the_time_limit_is_a_typed_error() {
-    // A zero time limit has passed at the first print: no clock is raced.
-    let options =
-        Options { limits: Limits { time: Duration::ZERO, ..Limits::default() }, strict: false };
-    let e = render_with("{% for m in messages %}{{ m.content }}{% endfor %}", HELLO, &options)
-        .unwrap_err();
+    // A one-nanosecond limit, and a loop of 100 000 prints (each print reads the clock) that
+    // no other bound stops: the fuel is ample and the output (200 KB) under its cap. The
+    // clock advances across the prints however fast or loaded the machine is, so the render
+    // ends in the time limit, never in a race.
+    let limits = Limits { time: Duration::from_nanos(1), fuel: 1_000_000_000, ..Limits::default() };
+    let options = Options { limits, strict: false };
+    let src = "{% for i in range(100000) %}{{ messages[0].content }}{% endfor %}";
+    let e = render_with(src, HELLO, &options).unwrap_err();
     assert!(matches!(e, TemplateError::Timeout { .. }), "{e:?}");
+    assert_eq!(e.code(), "model::template::timeout");
+    assert_eq!(e, TemplateError::Timeout { limit: Duration::from_nanos(1) });
+    assert_eq!(e.to_string(), "the render took longer than 1ns");
+    // The same render with a minute to run finishes: the limit alone stopped it.
+    let options =
+        Options { limits: Limits { time: Duration::from_secs(60), ..limits }, strict: false };
+    assert_eq!(render_with(src, HELLO, &options).unwrap().len(), 200_000);
 }
 
 #[test]
@@ -212,6 +243,25 @@ fn the_audit_finds_every_hostile_probe() {
     for (src, code) in probes {
         assert!(audit(src).iter().any(|f| f.code == code), "{code} not found in {src}");
     }
+    // A frame attribute, without a dunder: the introspection chain, where it is.
+    let findings = audit("Hello\n  {{ loop.gi_frame.f_back }}");
+    let at: Vec<_> =
+        findings.iter().map(|f| (f.code, f.line, f.column, f.message.as_str())).collect();
+    assert_eq!(
+        at,
+        [
+            (
+                "model::audit::introspection",
+                2,
+                11,
+                "attribute `gi_frame` reaches Python's internals"
+            ),
+            ("model::audit::introspection", 2, 20, "attribute `f_back` reaches Python's internals"),
+        ]
+    );
+    assert!(findings.iter().all(|f| f.severity == sipllm_model::template::Severity::Error));
+    // The same names as variables, or as text, are no attribute access.
+    assert!(audit("{% set f_back = 1 %}{{ f_back }} mro gi_frame").is_empty());
     assert!(audit(&"x".repeat(10 << 20)).iter().any(|f| f.code == "model::audit::too_large"));
     let deep = format!("{}x{}", "{%if 1%}".repeat(50_000), "{%endif%}".repeat(50_000));
     assert!(audit(&deep).iter().any(|f| f.code == "model::audit::deep_nesting"));
@@ -250,6 +300,68 @@ fn lint_reports_what_renders_oddly() {
     ] {
         assert!(codes.contains(&code), "{code} not in {codes:?}");
     }
+}
+
+#[test]
+fn lint_reports_empty_refused_and_none_prompts() {
+    let now = Moment::parse("2026-12-04T12:00:00").unwrap();
+    let names: Vec<String> = sipllm_model::template::shapes().into_iter().map(|s| s.name).collect();
+    assert!(names.len() >= 9, "{names:?}");
+    let of = |issues: &[sipllm_model::template::LintIssue], code: &str| -> Vec<(String, bool)> {
+        issues
+            .iter()
+            .filter(|i| i.code == code)
+            .map(|i| (i.shape.clone(), i.add_generation_prompt))
+            .collect()
+    };
+    // A template that prints nothing: every shape, both ways, renders an empty prompt.
+    let issues = lint("{% if false %}x{% endif %}", &Options::default(), now).unwrap();
+    let empty = of(&issues, "model::lint::empty");
+    let every: Vec<(String, bool)> =
+        names.iter().flat_map(|n| [(n.clone(), false), (n.clone(), true)]).collect();
+    assert_eq!(empty, every, "{issues:?}");
+    assert!(
+        issues
+            .iter()
+            .filter(|i| i.code == "model::lint::empty")
+            .all(|i| i.message == "the prompt is empty")
+    );
+    // An empty prompt is not also reported for missing the user's text.
+    assert!(of(&issues, "model::lint::missing_content").is_empty(), "{issues:?}");
+
+    // A template that refuses conversations of more than one message.
+    let refusing = "{% if messages|length > 1 %}{{ raise_exception('one message only') }}{% endif %}\
+                    {% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}";
+    let issues = lint(refusing, &Options::default(), now).unwrap();
+    let refused = of(&issues, "model::lint::refused");
+    assert!(
+        refused.contains(&("plain".into(), false)) && refused.contains(&("plain".into(), true)),
+        "{refused:?}"
+    );
+    assert!(!refused.iter().any(|(s, _)| s == "no_system"), "{refused:?}");
+    for i in issues.iter().filter(|i| i.code == "model::lint::refused") {
+        assert!(i.message.contains("one message only"), "{i:?}");
+    }
+    // A refusal is not an engine error.
+    assert!(of(&issues, "model::lint::error").is_empty(), "{issues:?}");
+
+    // A template printing every message's content prints the tool call's null as `None`.
+    let issues = lint(
+        "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}",
+        &Options::default(),
+        now,
+    )
+    .unwrap();
+    let none = of(&issues, "model::lint::prints_none");
+    assert!(
+        none.contains(&("tool_call".into(), false)) && none.contains(&("tool_call".into(), true)),
+        "{issues:?}"
+    );
+    assert!(!none.iter().any(|(s, _)| s == "plain" || s == "no_system"), "{none:?}");
+    // Printing the content only when there is one prints no `None`.
+    let guarded = "{% for m in messages %}{{ m.role }}: {% if m.content is not none %}{{ m.content }}{% endif %}\n{% endfor %}";
+    let issues = lint(guarded, &Options::default(), now).unwrap();
+    assert!(of(&issues, "model::lint::prints_none").is_empty(), "{issues:?}");
 }
 
 #[test]
