@@ -181,6 +181,64 @@ fn unknown_architectures_and_impossible_block_counts_are_refused() {
 }
 
 #[test]
+fn refused_parameters_cache_types_and_overflows_are_typed() {
+    let (config, list) = llama3_header();
+    let w = weights(&list);
+    assert!(fit::fit(&config, &w, &FitParams::libllama()).is_ok());
+
+    // Parameters llama.cpp's context refuses.
+    let mut p = FitParams::libllama();
+    p.n_seq_max = fit::MAX_SEQ + 1;
+    let e = fit::fit(&config, &w, &p).unwrap_err();
+    assert_eq!(e.code(), "model::fit::param");
+    assert_eq!(e.to_string(), format!("n_seq_max: must be <= {}", fit::MAX_SEQ));
+    p.n_seq_max = fit::MAX_SEQ;
+    assert!(fit::fit(&config, &w, &p).is_ok());
+    let mut p = FitParams::libllama();
+    (p.n_batch, p.n_ubatch) = (0, 0);
+    let e = fit::fit(&config, &w, &p).unwrap_err();
+    assert!(matches!(e, FitError::Param { param: "n_batch", .. }), "{e:?}");
+    // A cache type -ctk does not offer (q4_K is a ggml type, not a cache type).
+    let e = fit::cache_type("q4_K").unwrap_err();
+    assert_eq!(e.code(), "model::fit::param");
+    assert!(e.to_string().starts_with("cache type: unsupported cache type \"q4_K\""), "{e}");
+    assert_eq!(fit::cache_type("Q8_0").unwrap(), GgmlType::Q8_0);
+
+    // A head of 100 elements: q8_0's blocks of 32 do not divide it.
+    let mut odd = config.clone();
+    odd.key_length = Some(100);
+    let mut p = FitParams::libllama();
+    p.flash_attn = FlashAttn::On;
+    p.type_k = GgmlType::Q8_0;
+    let e = fit::fit(&odd, &w, &p).unwrap_err();
+    assert_eq!(e.code(), "model::fit::cache_type");
+    assert_eq!(e, FitError::CacheType { which: "K", ty: GgmlType::Q8_0, row: 100, layer: 0 });
+    assert!(e.to_string().contains("does not divide a row of 100 elements (layer 0)"), "{e}");
+    // Without flash attention the K rows are whole layers' (100 × 8 KV heads): q8_0 divides
+    // 800, q4_K's blocks of 256 do not.
+    p.flash_attn = FlashAttn::Off;
+    assert!(fit::fit(&odd, &w, &p).is_ok());
+    p.type_k = GgmlType::Q4_K;
+    let e = fit::fit(&odd, &w, &p).unwrap_err();
+    assert_eq!(e, FitError::CacheType { which: "K", ty: GgmlType::Q4_K, row: 800, layer: 0 });
+    // The 128-element heads of the model itself take q8_0.
+    p.type_k = GgmlType::Q8_0;
+    p.flash_attn = FlashAttn::On;
+    assert!(fit::fit(&config, &w, &p).is_ok());
+
+    // Sizes past 64 bits: a head no machine holds, a weight of 2^64 - 1 bytes.
+    let mut huge = config.clone();
+    huge.key_length = Some(u64::MAX);
+    let e = fit::fit(&huge, &w, &FitParams::libllama()).unwrap_err();
+    assert_eq!(e.code(), "model::fit::overflow");
+    assert_eq!(e.to_string(), "a memory size overflows 64 bits");
+    let mut heavy = list.clone();
+    heavy[0].1 = u64::MAX;
+    let e = fit::fit(&config, &weights(&heavy), &FitParams::libllama()).unwrap_err();
+    assert_eq!((e.code(), e), ("model::fit::overflow", FitError::Overflow));
+}
+
+#[test]
 fn sliding_window_caches_follow_swa_full() {
     let Some(shared) = shared_dir("sliding_window_caches_follow_swa_full") else { return };
     let (config, list) = header(&shared.join("goldens/llamacpp/archs/gemma3-dense.gguf"));
