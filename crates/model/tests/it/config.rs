@@ -332,3 +332,23 @@ fn the_lenient_reading_keeps_what_it_can_and_lists_every_problem() {
     assert_eq!(problems.len(), 1);
     assert_eq!(problems[0].key(), "general.architecture");
 }
+
+#[test]
+fn a_string_that_is_not_utf8_is_an_error_naming_the_key() {
+    // Raw bytes where text belongs: only the lenient profile parses such a file.
+    let bytes = model("llama", &[("general.name", Value::String(b"caf\xe9".to_vec()))]);
+    let strict = Model::from_source(MemSource::new(bytes.clone()), &OpenOptions::default());
+    assert!(strict.is_err(), "the strict profile refuses invalid UTF-8");
+    let options = OpenOptions::default().with_profile(Profile::Lenient);
+    let m = Model::from_source(MemSource::new(bytes), &options).expect("opens leniently");
+    let e = ModelConfig::from_source(&m).unwrap_err();
+    assert_eq!(e.code(), "model::config::invalid_utf8");
+    assert_eq!(e, ConfigError::NotUtf8 { key: "general.name".into() });
+    assert_eq!(e.key(), "general.name");
+    assert_eq!(e.to_string(), "metadata key \"general.name\" is not valid UTF-8");
+    assert!(e.help().contains("raw bytes"), "{}", e.help());
+    // The lenient reading leaves the name out and keeps the rest.
+    let (c, problems) = ModelConfig::from_source_lenient(&m);
+    assert_eq!((c.name, c.block_count), (None, Some(3)));
+    assert_eq!(problems, [e]);
+}
