@@ -294,6 +294,52 @@ fn tensors_are_checked_by_name_shape_and_count() {
 }
 
 #[test]
+fn a_rope_dimension_other_than_the_head_is_a_bad_value() {
+    // load_hparams: llama requires n_rot == n_embd_head_k (4096 / 32 heads = 128).
+    let report = llama3_like(|kvs, _| {
+        set(kvs, "llama.rope.dimension_count", sipllm_testkit::Value::Uint32(64))
+    });
+    assert_eq!(codes(&report), ["model::load::bad_value"]);
+    assert!(!report.loads() && !report.crashes());
+    let f = &report.findings[0];
+    assert_eq!(
+        f.kind(),
+        &Issue::BadValue {
+            key: "llama.rope.dimension_count".into(),
+            message: "invalid n_rot: 64, expected 128".into(),
+        }
+    );
+    assert!(f.to_string().contains("invalid n_rot: 64, expected 128"), "{f}");
+    // Located at the key's entry in the header.
+    assert!(f.offset() > 0 && !f.is_empty() && !f.path().is_empty(), "{f:?}");
+}
+
+#[test]
+fn past_sixteen_tensor_findings_the_rest_are_counted() {
+    // Every layer's attn_q removed: 32 missing tensors, 16 listed and 16 counted.
+    let report = llama3_like(|_, ts| ts.retain(|t| !t.name.ends_with(b".attn_q.weight")));
+    let codes = codes(&report);
+    assert_eq!(codes.len(), load::MAX_TENSOR_FINDINGS + 1, "{codes:?}");
+    assert!(codes[..load::MAX_TENSOR_FINDINGS].iter().all(|c| *c == "model::load::missing_tensor"));
+    assert_eq!(codes[load::MAX_TENSOR_FINDINGS], "model::load::more_tensor_findings");
+    let last = report.findings.last().unwrap();
+    assert_eq!(last.kind(), &Issue::MoreTensorFindings { count: 32 - load::MAX_TENSOR_FINDINGS });
+    assert!(last.to_string().contains("16 more tensors are missing"), "{last}");
+    assert!(report.findings[0].to_string().contains("blk.0.attn_q.weight"));
+    // At the cap exactly, nothing is counted.
+    let report = llama3_like(|_, ts| {
+        ts.retain(|t| {
+            let name = String::from_utf8_lossy(&t.name);
+            let layer: Option<u32> =
+                name.strip_prefix("blk.").and_then(|r| r.split('.').next()?.parse().ok());
+            !(name.ends_with(".attn_q.weight") && layer.is_some_and(|l| l < 16))
+        })
+    });
+    let codes = self::codes(&report);
+    assert_eq!(codes, vec!["model::load::missing_tensor"; load::MAX_TENSOR_FINDINGS]);
+}
+
+#[test]
 fn what_makes_llama_cpp_abort_is_told_apart() {
     for n in [0, 513] {
         let report =
