@@ -73,6 +73,9 @@ pub enum Fault {
     WrongContentRange,
     /// `Content-Range: bytes A-B/*` (no total).
     UnknownTotal,
+    /// No total either, and no suffix ranges: `bytes=-n` is answered `416` with
+    /// `Content-Range: bytes */0`, as for an empty object.
+    NoSuffixRange,
     /// `416` to every request.
     Always416,
     /// One body byte per this interval.
@@ -390,6 +393,10 @@ fn respond(
         simple(out, 416, "", &[format!("Content-Range: bytes */{len}")])?;
         return Ok(true);
     }
+    if *fault == Fault::NoSuffixRange && range.is_some_and(|r| r.trim().starts_with("bytes=-")) {
+        simple(out, 416, "", &["Content-Range: bytes */0".into()])?;
+        return Ok(true);
+    }
     let (status, start, end) = match (fault, range) {
         (Fault::IgnoreRange, _) | (_, None) => (200, 0, len),
         (_, Some(r)) => match parse_range(r, len) {
@@ -401,7 +408,11 @@ fn respond(
         },
     };
     if status == 206 {
-        let total = if *fault == Fault::UnknownTotal { "*".to_owned() } else { len.to_string() };
+        let total = if matches!(fault, Fault::UnknownTotal | Fault::NoSuffixRange) {
+            "*".to_owned()
+        } else {
+            len.to_string()
+        };
         let shift = u64::from(*fault == Fault::WrongContentRange);
         extra.push(format!("Content-Range: bytes {}-{}/{total}", start + shift, end - 1 + shift));
     }

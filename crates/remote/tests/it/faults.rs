@@ -188,6 +188,27 @@ fn unknown_total_is_found_from_a_short_answer_or_a_suffix_range() {
 }
 
 #[test]
+fn no_total_and_no_suffix_range_is_an_unknown_size() {
+    // The first block is full and its Content-Range has no total; the suffix request that
+    // would find the end is answered as if the object were empty.
+    let data = bytes(100_000, 16);
+    let server = serve(&data, Fault::NoSuffixRange);
+    let o = HttpOptions { first_block: 4096, ..opts() };
+    let e = bounded(&server, || HttpSource::open(url(&server), o).unwrap_err());
+    assert_eq!(code_of(&e), "remote::http::unknown_size", "{e}");
+    assert!(e.to_string().contains("the server gives no object size"), "{e}");
+    assert_eq!(e.url.as_deref(), Some(server.url("obj").as_str()));
+    let ranges: Vec<_> = server.log().into_iter().filter_map(|l| l.range).collect();
+    assert_eq!(ranges, ["bytes=0-4095", "bytes=-1"]);
+    // An object shorter than the first block needs no suffix request: its size is known.
+    let o = HttpOptions { first_block: 200_000, ..opts() };
+    let server = serve(&data, Fault::NoSuffixRange);
+    let src = bounded(&server, || HttpSource::open(url(&server), o).unwrap());
+    assert_eq!(src.len(), data.len() as u64);
+    assert_eq!(server.requests(), 1);
+}
+
+#[test]
 fn status_416_is_typed_and_an_empty_object_is_empty() {
     let data = bytes(1000, 8);
     let server = serve(&data, Fault::Always416);
