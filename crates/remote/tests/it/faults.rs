@@ -279,6 +279,26 @@ fn redirect_loops_end() {
 }
 
 #[test]
+fn a_redirect_to_a_url_not_fetched_is_not_followed() {
+    let data = bytes(1000, 17);
+    for (target, why) in [
+        ("ftp://127.0.0.1", "only http:// and https:// are fetched directly"),
+        ("http://user:secret@127.0.0.1", "credentials in the URL are refused"),
+    ] {
+        let server = serve(&data, Fault::RedirectTo(target.into()));
+        let e = bounded(&server, || HttpSource::open(url(&server), opts()).unwrap_err());
+        assert_eq!(code_of(&e), "remote::http::bad_redirect", "{e}");
+        let shown = e.to_string();
+        assert!(shown.contains("redirect not followed") && shown.contains(why), "{shown}");
+        assert!(!shown.contains("secret"), "{shown}");
+        // The redirect's own hop and status; neither retried nor followed.
+        assert_eq!((e.status, e.hop), (Some(302), 0));
+        assert_eq!(e.url.as_deref(), Some(server.url("obj").as_str()));
+        assert_eq!(server.requests(), 1);
+    }
+}
+
+#[test]
 fn gzip_encoded_body_is_refused() {
     let data = bytes(1000, 13);
     let server = serve(&data, Fault::Gzip);
