@@ -786,10 +786,9 @@ mod tests {
             (long.as_str(), NameDefect::TooLong(64)),
             ("a\0b", NameDefect::Nul),
         ] {
-            match Edit::rename("a", new) {
-                Err(EditError::BadName { defect: d, .. }) => assert_eq!(d, defect),
-                other => panic!("{other:?}"),
-            }
+            let e = Edit::rename("a", new).unwrap_err();
+            assert!(matches!(e, EditError::BadName { defect: d, .. } if d == defect), "{e:?}");
+            assert_eq!(e.code(), "edit::header::bad_name");
         }
         assert_eq!(
             Edit::rename("a", &long).unwrap_err().to_string(),
