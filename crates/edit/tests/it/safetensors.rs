@@ -9,7 +9,8 @@ use std::path::Path;
 use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
 use sipllm_edit::safetensors::{Dtype, ExportOptions, Exported, Names, export};
-use sipllm_gguf::GgmlType;
+use sipllm_edit::safetensors::{MAX_HEADER, SafetensorsError};
+use sipllm_gguf::{Endian, GgmlType, Profile};
 use sipllm_streaming::{Model, OpenOptions, WeightSource};
 use sipllm_testkit::{GgufBuilder, Tensor, Value};
 
@@ -524,6 +525,22 @@ fn hf_names_refuse_what_they_do_not_know() {
     let err = export(&model, &out, &opts, &mut |_| {}).unwrap_err();
     assert_eq!(err.code(), "edit::safetensors::hf_heads", "4 rows do not split into 3 heads");
     assert!(!out.exists() && !tmp.join("config.json").exists());
+    // With heads that split, the tensor no table names is the refusal, by name.
+    let b = GgufBuilder::new()
+        .kv("general.architecture", Value::str("llama"))
+        .kv("llama.attention.head_count", Value::Uint32(2))
+        .tensor("blk.0.attn_q.weight", GgmlType::F32, &[4, 4])
+        .tensor("blk.0.mystery.weight", GgmlType::F32, &[4])
+        .tensor("extra.weight", GgmlType::F32, &[4]);
+    std::fs::write(&src, b.build()).unwrap();
+    let model = Model::open(&src, &OpenOptions::default()).unwrap();
+    let err = export(&model, &out, &opts, &mut |_| {}).unwrap_err();
+    assert_eq!(err.code(), "edit::safetensors::hf_unknown_tensor");
+    assert_eq!(
+        err.to_string(),
+        "llama tensors with no transformers name: blk.0.mystery.weight, extra.weight"
+    );
+    assert!(!out.exists() && !tmp.join("config.json").exists());
 }
 
 #[test]
@@ -542,4 +559,122 @@ fn a_big_endian_model_exports_as_its_little_endian_twin() {
             assert_eq!(t.bytes, b[name].bytes, "{dtype:?} {name}");
         }
     }
+}
+
+fn refusal(src: &Path, options: &OpenOptions, dtype: Dtype) -> SafetensorsError {
+    let model = Model::open(src, options).unwrap();
+    let out = src.with_file_name("o.safetensors");
+    let err = export(&model, &out, &ExportOptions { dtype, names: Names::Gguf }, &mut |_| {})
+        .unwrap_err();
+    assert!(!out.exists(), "{err}: nothing written");
+    err
+}
+
+/// Tensor names the safetensors file cannot have: `__metadata__` (its metadata's key) and a
+/// name twice (which only the lenient profile admits).
+#[test]
+fn names_the_file_cannot_hold_are_refused() {
+    let tmp = TempDir::new("st-names");
+    let src = tmp.join("m.gguf");
+    let b = GgufBuilder::new()
+        .kv("general.architecture", Value::str("llama"))
+        .tensor("w", GgmlType::F32, &[4])
+        .tensor("__metadata__", GgmlType::F32, &[4]);
+    std::fs::write(&src, b.build()).unwrap();
+    let err = refusal(&src, &OpenOptions::default(), Dtype::F32);
+    assert!(matches!(err, SafetensorsError::ReservedName), "{err:?}");
+    assert_eq!(err.code(), "edit::safetensors::reserved_name");
+    assert_eq!(
+        err.to_string(),
+        "a tensor is named \"__metadata__\", which safetensors reserves for its metadata"
+    );
+    assert!(err.help().contains("--rename-tensor"), "{}", err.help());
+
+    let b = GgufBuilder::new()
+        .kv("general.architecture", Value::str("llama"))
+        .tensor("w", GgmlType::F32, &[4])
+        .tensor("w", GgmlType::F32, &[8]);
+    std::fs::write(&src, b.build()).unwrap();
+    let lenient = OpenOptions::default().with_profile(Profile::Lenient);
+    let err = refusal(&src, &lenient, Dtype::F32);
+    assert_eq!(err.code(), "edit::safetensors::duplicate_name");
+    assert_eq!(err.to_string(), "two tensors would both be named \"w\" in the safetensors file");
+    assert_eq!(tmp.names(), ["m.gguf"]);
+}
+
+/// A big-endian integer tensor kept as stored would need its bytes swapped: refused (floats
+/// are read as values, and converted).
+#[test]
+fn a_big_endian_integer_tensor_is_not_kept_as_stored() {
+    let tmp = TempDir::new("st-be");
+    let src = tmp.join("be.gguf");
+    let b = GgufBuilder::new()
+        .endian(Endian::Big)
+        .kv("general.architecture", Value::str("llama"))
+        .tensor("f", GgmlType::F32, &[4])
+        .tensor("i", GgmlType::I32, &[4]);
+    std::fs::write(&src, b.build()).unwrap();
+    let err = refusal(&src, &OpenOptions::default(), Dtype::Keep);
+    assert!(
+        matches!(&err, SafetensorsError::BigEndian { tensor, ggml_type: GgmlType::I32 } if tensor == "i"),
+        "{err:?}"
+    );
+    assert_eq!(err.code(), "edit::safetensors::big_endian");
+    assert_eq!(
+        err.to_string(),
+        "tensor \"i\" (I32) is stored big-endian; safetensors is little-endian"
+    );
+    assert_eq!(tmp.names(), ["be.gguf"]);
+}
+
+/// Scalar metadata whose JSON is larger than safetensors' readers accept: a string of 17 MB
+/// of control characters, each escaped as six (`\u0001`), makes a 102 MB header.
+#[test]
+fn a_header_larger_than_readers_accept_is_refused() {
+    let tmp = TempDir::new("st-header");
+    let src = tmp.join("m.gguf");
+    let b = GgufBuilder::new()
+        .kv("general.architecture", Value::str("llama"))
+        .kv("x.controls", Value::String(vec![1; 17_000_000]))
+        .tensor("w", GgmlType::F32, &[4]);
+    std::fs::write(&src, b.build()).unwrap();
+    drop(b);
+    let err = refusal(&src, &OpenOptions::default(), Dtype::F32);
+    let SafetensorsError::HeaderTooLarge { bytes } = err else { panic!("{err:?}") };
+    assert!(bytes >= 6 * 17_000_000, "every control character escaped: {bytes}");
+    assert_eq!(MAX_HEADER, 100_000_000);
+    assert_eq!(err.code(), "edit::safetensors::header_too_large");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the safetensors header would be {bytes} bytes; readers refuse more than 100000000"
+        )
+    );
+    assert_eq!(tmp.names(), ["m.gguf"]);
+}
+
+/// Another process makes the destination a directory while the data is written: the finished
+/// temporary is not moved over it, and is removed.
+#[test]
+fn a_destination_taken_during_the_export_is_not_replaced() {
+    let tmp = TempDir::new("st-commit");
+    let src = tmp.join("m.gguf");
+    f32_model(&src, &[1.0, 2.0, 3.0, 4.0]);
+    let model = Model::open(&src, &OpenOptions::default()).unwrap();
+    let out = tmp.join("m.safetensors");
+    let mut take = |_: u64| {
+        if !out.exists() {
+            std::fs::create_dir(&out).unwrap();
+        }
+    };
+    let err = export(&model, &out, &ExportOptions::default(), &mut take).unwrap_err();
+    assert!(matches!(err, SafetensorsError::Commit { .. }), "{err:?}");
+    assert_eq!(err.code(), "edit::safetensors::commit");
+    assert_eq!(
+        err.to_string(),
+        "cannot move the new file into place: the destination exists and is not a regular file; \
+         it is not replaced"
+    );
+    assert!(out.is_dir());
+    assert_eq!(tmp.names(), ["m.gguf", "m.safetensors"], "no temporary left behind");
 }
