@@ -6,4 +6,5 @@ mod in_place;
 mod safetensors;
 mod split;
 mod support;
+mod toy;
 mod write;
