@@ -416,9 +416,14 @@ impl ToyModel {
     }
 
     /// The model as a GGUF file (written by [`GgufWriter`] in canonical layout).
+    ///
+    /// Never an error: a toy model's header is valid by construction (unique keys and names,
+    /// arrays of one type, no alignment key, at most 2 dims; rows of whole Q8_0 blocks and at
+    /// most [`MAX_TOY_BYTES`] of data, which [`ToyConfig::build`] checked); the `Result`
+    /// matches its `.llmw` twin, [`llmw_bytes`](Self::llmw_bytes).
     pub fn gguf_bytes(&self) -> Result<Vec<u8>, ToyError> {
         let data = |i: usize| self.tensors.get(i).map(|t| t.data.clone()).unwrap_or_default();
-        self.gguf_writer().to_bytes(data).map_err(|source| ToyError::Gguf { source })
+        Ok(self.gguf_writer().to_bytes(data).expect("a toy model's shape makes a valid header"))
     }
 
     /// A `.llmw` writer holding the model (version 2: the vocabulary is arrays), borrowing
@@ -492,12 +497,6 @@ pub enum ToyError {
         /// What it must be.
         rule: &'static str,
     },
-    /// The GGUF writer refused the model.
-    #[error("toy model: the GGUF writer failed: {source}")]
-    Gguf {
-        /// The writer's error.
-        source: sipllm_gguf::writer::HeaderWriteError,
-    },
     /// The `.llmw` writer refused the model or failed to write it.
     #[error("toy model: the .llmw writer failed{}: {source}", at(path))]
     Llmw {
@@ -521,12 +520,10 @@ fn at(path: &Option<PathBuf>) -> String {
 }
 
 impl ToyError {
-    /// The stable code: `edit::toy::invalid_config`, `edit::toy::write_gguf`, `edit::toy::write_llmw` or
-    /// `edit::toy::io`.
+    /// The stable code: `edit::toy::invalid_config`, `edit::toy::write_llmw` or `edit::toy::io`.
     pub fn code(&self) -> &'static str {
         match self {
             ToyError::Config { .. } => "edit::toy::invalid_config",
-            ToyError::Gguf { .. } => "edit::toy::write_gguf",
             ToyError::Llmw { .. } => "edit::toy::write_llmw",
             ToyError::Io { .. } => "edit::toy::io",
         }
@@ -538,8 +535,8 @@ impl ToyError {
             ToyError::Config { .. } => {
                 "use the defaults of ToyConfig::new, or change the field named to satisfy its rule."
             }
-            ToyError::Gguf { .. } | ToyError::Llmw { path: None, .. } => {
-                "the toy model and a writer disagree: this is a bug in sipllm; please report it."
+            ToyError::Llmw { path: None, .. } => {
+                "the toy model and the .llmw writer disagree: this is a bug in sipllm; please report it."
             }
             ToyError::Llmw { path: Some(_), .. } | ToyError::Io { .. } => {
                 "check that the output directory exists or can be created, is writable, and has \
@@ -553,7 +550,7 @@ impl ToyError {
         match self {
             ToyError::Llmw { path, .. } => path.as_deref(),
             ToyError::Io { path, .. } => Some(path),
-            ToyError::Config { .. } | ToyError::Gguf { .. } => None,
+            ToyError::Config { .. } => None,
         }
     }
 }
