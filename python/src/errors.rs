@@ -22,7 +22,7 @@ use pyo3::types::{PyDict, PyTuple, PyType};
 use sipllm_gguf::{Error, Warning, error::Kind};
 use sipllm_quants::DequantError;
 use sipllm_remote::{RemoteError, RemoteErrorKind};
-use sipllm_streaming::StreamError;
+use sipllm_streaming::{StreamError, StreamErrorKind};
 
 pyo3::create_exception!(
     _native,
@@ -99,9 +99,9 @@ impl Diag {
         // The message never repeats the file (the read side's errors keep it as context, like
         // the filename attribute here).
         let message = e.to_string();
-        let (path, length) = match e {
-            StreamError::UnknownMagic { .. } => ("header.magic", 4),
-            StreamError::TooShort { .. } => ("header.magic", 0),
+        let (path, length) = match e.kind() {
+            StreamErrorKind::UnknownMagic { .. } => ("header.magic", 4),
+            StreamErrorKind::TooShort { .. } => ("header.magic", 0),
             _ => ("", 0),
         };
         Diag {
@@ -212,13 +212,13 @@ pub(crate) fn stream_error(py: Python<'_>, e: &StreamError, filename: &str) -> P
     if let Some(r) = RemoteError::find_in(e) {
         return remote_error(py, r, filename);
     }
-    match e {
-        StreamError::Open { source, .. } | StreamError::Io { source, .. } => {
+    match e.kind() {
+        StreamErrorKind::Open { source, .. } | StreamErrorKind::Io { source, .. } => {
             match source.raw_os_error() {
                 Some(errno) => PyOSError::new_err((errno, source.to_string(), filename.to_owned())),
                 None => PyOSError::new_err(format!("{filename}: {source}")),
             }
         }
-        other => gguf_error(py, &Diag::from_stream(other), Some(filename)),
+        _ => gguf_error(py, &Diag::from_stream(e), Some(filename)),
     }
 }

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 use sipllm_gguf::{Endian, Gguf, MetaValue, ParseOptions, Profile, ValueType, value::ArrayView};
 use sipllm_streaming::HeaderBytes;
-use sipllm_streaming::{Meta, OpenOptions, StreamError, WeightSource};
+use sipllm_streaming::{Meta, OpenOptions, StreamError, StreamErrorKind, WeightSource};
 
 use crate::errors::{Diag, stream_error};
 use crate::exact;
@@ -111,7 +111,7 @@ pub(crate) fn validate(py: Python<'_>, path: &str, profile: &str) -> PyResult<Ve
     let opts = options(profile)?;
     match py.detach(|| open_model(path, &opts)) {
         Ok(model) => Ok(warnings_of(&model)),
-        Err(e @ (StreamError::Open { .. } | StreamError::Io { .. })) => {
+        Err(e) if matches!(e.kind(), StreamErrorKind::Open { .. } | StreamErrorKind::Io { .. }) => {
             Err(stream_error(py, &e, &shown(path)))
         }
         Err(e) => Ok(vec![Diag::from_stream(&e).into_tuple()]),

@@ -21,7 +21,8 @@ use pyo3::types::{PyBytes, PyList, PyMemoryView, PySlice};
 use sipllm_gguf::GgmlType;
 use sipllm_quants::DequantError;
 use sipllm_streaming::{
-    SourceTensor, StreamError, TensorError, VALUES_CHUNK_BYTES, WeightSource, to_little_endian,
+    SourceTensor, StreamError, StreamErrorKind, TensorError, VALUES_CHUNK_BYTES, WeightSource,
+    to_little_endian,
 };
 
 use crate::errors::{Diag, gguf_error};
@@ -268,7 +269,7 @@ pub(crate) fn tensor_values(
 ) -> Result<(), ValuesError> {
     let count = tensor.element_count().unwrap_or(u64::MAX);
     if range.start > range.end || range.end > count {
-        return Err(ValuesError::Stream(StreamError::Tensor(TensorError::ElementRange {
+        return Err(ValuesError::Stream(StreamError::from(TensorError::ElementRange {
             tensor: tensor.name.clone(),
             start: range.start,
             end: range.end,
@@ -277,10 +278,10 @@ pub(crate) fn tensor_values(
         })));
     }
     let n = usize::try_from(range.end - range.start).map_err(|_| {
-        ValuesError::Stream(StreamError::TooLarge {
+        ValuesError::Stream(StreamError::from(StreamErrorKind::TooLarge {
             what: format!("the values of tensor {:?}", tensor.name),
             bytes: (range.end - range.start).saturating_mul(4),
-        })
+        }))
     })?;
     check_out(out, n).map_err(ValuesError::Python)?;
     if range.start == 0 && range.end == count {
@@ -316,7 +317,7 @@ fn whole_tensor(
 ) -> Result<(), ValuesError> {
     let ty = tensor.ggml_type;
     let dequant = |source| {
-        ValuesError::Stream(StreamError::Tensor(TensorError::Dequant {
+        ValuesError::Stream(StreamError::from(TensorError::Dequant {
             tensor: tensor.name.clone(),
             source,
         }))
@@ -342,7 +343,10 @@ fn whole_tensor(
         let k = chunk.min(len - done);
         let bytes = &mut raw[..k];
         let offset = tensor.abs_offset.checked_add(done as u64).ok_or_else(|| {
-            ValuesError::Stream(StreamError::TooLarge { what: "an offset".into(), bytes: u64::MAX })
+            ValuesError::Stream(StreamError::from(StreamErrorKind::TooLarge {
+                what: "an offset".into(),
+                bytes: u64::MAX,
+            }))
         })?;
         py.detach(|| {
             source.read_raw_at(offset, bytes)?;

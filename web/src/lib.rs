@@ -25,7 +25,9 @@ use std::sync::{Arc, Mutex};
 use miette::Severity;
 use serde::Serialize;
 use sipllm_hexview::{Excerpt, HexDiagnostic, Renderer};
-use sipllm_streaming::{Model, OpenOptions, ReadAt, ShortRead, StreamError, WeightSource};
+use sipllm_streaming::{
+    Model, OpenOptions, ReadAt, ShortRead, StreamError, StreamErrorKind, WeightSource,
+};
 use sipllm_view::View;
 use sipllm_view::json::{ArrayMode, InspectDoc, write_line};
 use wasm_bindgen::prelude::*;
@@ -300,9 +302,9 @@ fn stream_finding(e: &StreamError) -> FindingDoc {
     if let Some(p) = e.llmw_error() {
         return parsed(p.code(), p.offset(), p.len(), p.path().to_string(), p.message(), p.help());
     }
-    let (offset, length) = match e {
-        StreamError::UnknownMagic { .. } => (Some(0), Some(4)),
-        StreamError::TooShort { len, .. } => (Some(*len), Some(0)),
+    let (offset, length) = match e.kind() {
+        StreamErrorKind::UnknownMagic { .. } => (Some(0), Some(4)),
+        StreamErrorKind::TooShort { len, .. } => (Some(*len), Some(0)),
         _ => (None, None),
     };
     FindingDoc {

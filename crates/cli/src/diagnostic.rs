@@ -13,7 +13,7 @@
 use std::fmt;
 
 use miette::{Diagnostic, LabeledSpan, NamedSource, SourceCode};
-use sipllm_streaming::{Kind, ReadAt, StreamError};
+use sipllm_streaming::{Kind, ReadAt, StreamError, StreamErrorKind};
 
 use crate::render::escape;
 use sipllm_hexview as hexview;
@@ -103,8 +103,8 @@ impl Finding {
         if let Some(r) = crate::open::remote_error(e) {
             return Finding { help: r.help().into(), code: r.code(), ..Finding::from_error(e) };
         }
-        match e {
-            StreamError::UnknownMagic { found, .. } => {
+        match e.kind() {
+            StreamErrorKind::UnknownMagic { found } => {
                 // The GGUF parser knows one more history than the sniffing does: "FUGG" is the
                 // byte-swapped magic of pre-release GGUF files.
                 let help = if found == b"FUGG" {
@@ -120,7 +120,7 @@ impl Finding {
                     ..Finding::from_error(e)
                 }
             }
-            StreamError::TooShort { len, .. } => Finding {
+            StreamErrorKind::TooShort { len } => Finding {
                 path: "header.magic".to_owned(),
                 offset: Some(*len),
                 ..Finding::from_error(e)

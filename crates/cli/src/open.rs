@@ -27,8 +27,8 @@ use sipllm_gguf::{Gguf, ParseOptions, Profile};
 use sipllm_llmw::Llmw;
 use sipllm_streaming::HeaderBytes;
 use sipllm_streaming::{
-    Backend, FileBacking, MemSource, Model, OpenOptions, SplitFile, StreamError, WeightSource,
-    lock, read_header,
+    Backend, FileBacking, MemSource, Model, OpenOptions, SplitFile, StreamError, StreamErrorKind,
+    WeightSource, lock, read_header,
 };
 
 pub use sipllm_streaming::Format;
@@ -163,16 +163,16 @@ impl Opened {
 /// output that is the input, a file another process holds locked) (exit code 2).
 pub fn is_invalid_file(e: &StreamError) -> bool {
     !matches!(
-        e,
-        StreamError::Open { .. }
-            | StreamError::NotAFile { .. }
-            | StreamError::Io { .. }
-            | StreamError::UnexpectedEof { .. }
-            | StreamError::TooLarge { .. }
-            | StreamError::Spool { .. }
-            | StreamError::Split(sipllm_streaming::SplitSetError::NotASet { .. })
-            | StreamError::Locked { .. }
-            | StreamError::Split(sipllm_streaming::SplitSetError::TooManyFiles { .. })
+        e.kind(),
+        StreamErrorKind::Open { .. }
+            | StreamErrorKind::NotAFile { .. }
+            | StreamErrorKind::Io { .. }
+            | StreamErrorKind::UnexpectedEof { .. }
+            | StreamErrorKind::TooLarge { .. }
+            | StreamErrorKind::Spool { .. }
+            | StreamErrorKind::Split(sipllm_streaming::SplitSetError::NotASet { .. })
+            | StreamErrorKind::Locked { .. }
+            | StreamErrorKind::Split(sipllm_streaming::SplitSetError::TooManyFiles { .. })
     )
 }
 
@@ -199,7 +199,10 @@ pub fn open_file(path: &Path, settings: &OpenSettings) -> Result<Opened, StreamE
             file_size: model.file_size(),
             parsed: Parsed::Model(Box::new(model)),
         }),
-        Err(StreamError::TensorOutOfBounds { .. }) if settings.profile == Profile::Lenient => {
+        Err(e)
+            if settings.profile == Profile::Lenient
+                && matches!(e.kind(), StreamErrorKind::TensorOutOfBounds { .. }) =>
+        {
             // The lenient parse succeeded (with an out-of-bounds warning) but the weight source
             // refuses tensors outside the file: keep the header for inspection.
             let backing = FileBacking::open(path, Backend::Pread)?;
@@ -236,7 +239,7 @@ pub fn open_sample(settings: &OpenSettings) -> Result<Opened, StreamError> {
 ///
 /// A URL is fetched whole into an unnamed temporary file (in `TMPDIR`), which the returned
 /// [`File`] then is: a written model needs every tensor byte anyway. The object's size is
-/// checked against TMPDIR's free space first ([`StreamError::Spool`] when it does not fit).
+/// checked against TMPDIR's free space first ([`StreamErrorKind::Spool`] when it does not fit).
 /// A URL cannot be edited in place (`write`).
 pub fn open_locked(path: &Path, write: bool) -> Result<File, StreamError> {
     let Some(url) = remote_name(path) else {
@@ -248,13 +251,13 @@ pub fn open_locked(path: &Path, write: bool) -> Result<File, StreamError> {
             io::ErrorKind::Unsupported,
             "a URL cannot be edited in place; give -o OUT to write an edited copy",
         );
-        return Err(StreamError::Open { path: name, source: refused });
+        return Err(StreamError::at(name, StreamErrorKind::Open { source: refused }));
     }
     fetch(url)
 }
 
 /// Fetches the model the URL `url` names whole into an unnamed temporary file (in `TMPDIR`),
-/// after checking the object's size against TMPDIR's free space ([`StreamError::Spool`] when
+/// after checking the object's size against TMPDIR's free space ([`StreamErrorKind::Spool`] when
 /// it does not fit): a private copy no other process can reach, so it needs no lock.
 pub fn fetch(url: &str) -> Result<File, StreamError> {
     let name = PathBuf::from(sipllm_remote::url::redact(url));
@@ -263,14 +266,11 @@ pub fn fetch(url: &str) -> Result<File, StreamError> {
     // The size the server claims is checked against the room in TMPDIR before a byte is
     // fetched: a server that claims a petabyte no longer fills the disk until the write fails.
     let size = sipllm_remote::open_any(&url, &http)
-        .map_err(|e| StreamError::Open { path: name.clone(), source: e.into_io() })?
+        .map_err(|e| StreamError::at(name.clone(), StreamErrorKind::Open { source: e.into_io() }))?
         .len();
     let spool = std::env::temp_dir();
-    sipllm_edit::check_room(&spool, size).map_err(|source| StreamError::Spool {
-        path: spool,
-        offset: 0,
-        source,
-    })?;
+    sipllm_edit::check_room(&spool, size)
+        .map_err(|source| StreamError::at(spool, StreamErrorKind::Spool { offset: 0, source }))?;
     with_transfer_bar(&name, || sipllm_remote::fetch_to_file(&url, &http))
 }
 
@@ -299,9 +299,11 @@ pub fn remote_error(e: &StreamError) -> Option<&RemoteError> {
 }
 
 fn parse_url(url: &str) -> Result<RemoteUrl, StreamError> {
-    RemoteUrl::parse_env(url).map_err(|e| StreamError::Open {
-        path: PathBuf::from(sipllm_remote::url::redact(url)),
-        source: e.into_io(),
+    RemoteUrl::parse_env(url).map_err(|e| {
+        StreamError::at(
+            PathBuf::from(sipllm_remote::url::redact(url)),
+            StreamErrorKind::Open { source: e.into_io() },
+        )
     })
 }
 
@@ -380,9 +382,13 @@ pub fn open_remote(url: &str, settings: &OpenSettings) -> Result<Opened, StreamE
                 parsed: Parsed::Model(Box::new(model)),
             })
         }
-        Err(StreamError::TensorOutOfBounds { .. }) if settings.profile == Profile::Lenient => {
-            let source = sipllm_remote::open_source(&parsed, &http)
-                .map_err(|e| StreamError::Open { path: name.clone(), source: e.into_io() })?;
+        Err(e)
+            if settings.profile == Profile::Lenient
+                && matches!(e.kind(), StreamErrorKind::TensorOutOfBounds { .. }) =>
+        {
+            let source = sipllm_remote::open_source(&parsed, &http).map_err(|e| {
+                StreamError::at(name.clone(), StreamErrorKind::Open { source: e.into_io() })
+            })?;
             let (gguf, _) = read_header(&*source, Some(&name), &options)?;
             Ok(Opened {
                 name: shown.clone(),

@@ -35,7 +35,7 @@ use sipllm_gguf::{MetaValue, ValueType, writer::GgufWriter, writer::PADDING_KEY}
 use sipllm_llmw::LlmwWriter;
 use sipllm_streaming::{
     Backend, FileBacking, Format, GgufFile, LlmwFile, Meta, Model, OpenOptions, ReadAt,
-    StreamError, WeightSource,
+    StreamError, StreamErrorKind, WeightSource,
 };
 
 use crate::error::WriteError;
@@ -693,10 +693,9 @@ fn write_check_and_commit(
         .map_err(|source| WriteError::Create { path: out.to_path_buf(), source })?;
     write(&tmp)?;
     let reopened = (|| {
-        let file = tmp
-            .file()
-            .try_clone()
-            .map_err(|source| StreamError::Open { path: out.to_path_buf(), source })?;
+        let file = tmp.file().try_clone().map_err(|source| {
+            StreamError::at(out.to_path_buf(), StreamErrorKind::Open { source })
+        })?;
         let backing = FileBacking::from_file(file, out, Backend::Pread)?;
         Ok::<_, StreamError>(match format {
             Format::Gguf => Model::from(GgufFile::from_backing(backing, &OpenOptions::default())?),

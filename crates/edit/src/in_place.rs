@@ -64,7 +64,7 @@ use sipllm_gguf::Limits;
 use xxhash_rust::xxh3::xxh3_64;
 
 use sipllm_streaming::lock::ExclusiveLock;
-use sipllm_streaming::{Backend, FileBacking, GgufFile, OpenOptions, StreamError};
+use sipllm_streaming::{Backend, FileBacking, GgufFile, OpenOptions, StreamError, StreamErrorKind};
 
 pub use crate::error::BackupDefect;
 use crate::error::{InPlaceError, WriteError};
@@ -366,9 +366,9 @@ pub struct InPlaceStats {
 /// # Errors
 ///
 /// - [`InPlaceError::Length`]: the headers' lengths differ; nothing was written;
-/// - [`StreamError::Locked`]: another process holds a lock on the model (an in-place edit,
+/// - [`StreamErrorKind::Locked`]: another process holds a lock on the model (an in-place edit,
 ///   or a reader); nothing was written;
-/// - [`StreamError::Open`]: the model's length cannot be read; nothing was written;
+/// - [`StreamErrorKind::Open`]: the model's length cannot be read; nothing was written;
 /// - [`InPlaceError::FileTooShort`]: the model is shorter than the header; nothing was
 ///   written;
 /// - [`InPlaceError::Changed`]: the model's header is not `old_header` (any more);
@@ -428,7 +428,7 @@ pub fn rewrite_header_locked(
     }
     let model_len = file
         .metadata()
-        .map_err(|source| StreamError::Open { path: path.to_path_buf(), source })?
+        .map_err(|source| StreamError::at(path.to_path_buf(), StreamErrorKind::Open { source }))?
         .len();
     if model_len < header_len {
         return Err(InPlaceError::FileTooShort {
@@ -509,13 +509,13 @@ pub struct RecoverStats {
 /// - [`InPlaceError::BackupRead`]: the backup cannot be read;
 /// - [`InPlaceError::BadBackup`]: the backup is not a record `sipllm` wrote, is
 ///   damaged, or describes a header past the model (the model is not written);
-/// - [`StreamError::Open`]: the model cannot be opened for writing;
-/// - [`StreamError::Locked`]: another process holds a lock on the model;
+/// - [`StreamErrorKind::Open`]: the model cannot be opened for writing;
+/// - [`StreamErrorKind::Locked`]: another process holds a lock on the model;
 /// - [`InPlaceError::OtherFile`]: the backup was made for another file (device and
 ///   inode differ); the model is not written;
 /// - [`InPlaceError::WrongModel`]: the model's length is not the recorded one (it is
 ///   not written);
-/// - [`StreamError::Io`] / [`StreamError::UnexpectedEof`]: reading the header region failed;
+/// - [`StreamErrorKind::Io`] / [`StreamErrorKind::UnexpectedEof`]: reading the header region failed;
 /// - [`InPlaceError::BackupMismatch`]: the backup's blocks over the current header would
 ///   not give the recorded header; the model is not written;
 /// - [`InPlaceError::RestoreWrite`]: writing or syncing the old bytes failed;
@@ -536,21 +536,20 @@ pub fn recover(model: &Path) -> Result<RecoverStats, InPlaceError> {
     let bytes = match crate::input::read_file_capped(&backup, max_header.saturating_mul(2)) {
         Ok(bytes) => bytes,
         Err(InputError::TooLarge { .. }) => return Err(bad(BackupDefect::TooLarge)),
-        Err(InputError::Read(StreamError::NotAFile { .. })) => {
-            return Err(bad(BackupDefect::NotAFile));
-        }
-        Err(InputError::Read(StreamError::Open { source, .. }))
-            if source.kind() == io::ErrorKind::NotFound =>
-        {
-            return Err(InPlaceError::NoBackup { path: path(), backup });
-        }
-        Err(InputError::Read(
-            StreamError::Open { source, .. } | StreamError::Io { source, .. },
-        )) => return Err(read_err(source)),
+        Err(InputError::Read(e)) => match e.into_kind() {
+            StreamErrorKind::NotAFile { .. } => return Err(bad(BackupDefect::NotAFile)),
+            StreamErrorKind::Open { source } if source.kind() == io::ErrorKind::NotFound => {
+                return Err(InPlaceError::NoBackup { path: path(), backup });
+            }
+            StreamErrorKind::Open { source } | StreamErrorKind::Io { source, .. } => {
+                return Err(read_err(source));
+            }
+            kind => return Err(read_err(io::Error::other(StreamError::from(kind)))),
+        },
         Err(e) => return Err(read_err(io::Error::other(e))),
     };
     let rec = decode(&bytes).ok_or_else(|| bad(BackupDefect::NotARecord))?;
-    let open_err = |source| StreamError::Open { path: path(), source };
+    let open_err = |source| StreamError::at(path(), StreamErrorKind::Open { source });
     // Not a plain open: that blocks forever on a FIFO without a writer.
     let file = sipllm_streaming::open_regular(model, true)?;
     let _lock = ExclusiveLock::try_new(&file, model)?;
@@ -578,9 +577,11 @@ pub fn recover(model: &Path) -> Result<RecoverStats, InPlaceError> {
             _ => return Err(bad(BackupDefect::RunPastHeader)),
         }
     }
-    let n = usize::try_from(rec.data_offset).map_err(|_| StreamError::TooLarge {
-        what: "header region".to_owned(),
-        bytes: rec.data_offset,
+    let n = usize::try_from(rec.data_offset).map_err(|_| {
+        StreamError::from(StreamErrorKind::TooLarge {
+            what: "header region".to_owned(),
+            bytes: rec.data_offset,
+        })
     })?;
     let read_header = |header: &mut [u8]| {
         file.read_exact_at(header, 0)

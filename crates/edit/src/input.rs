@@ -14,7 +14,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use sipllm_format::Kind;
-use sipllm_streaming::{FileKind, StreamError};
+use sipllm_streaming::{FileKind, StreamError, StreamErrorKind};
 
 /// An auxiliary input that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -82,7 +82,7 @@ impl InputError {
 ///
 /// # Errors
 ///
-/// A directory is [`StreamError::Open`], a socket [`StreamError::NotAFile`] (both inside
+/// A directory is [`StreamErrorKind::Open`], a socket [`StreamErrorKind::NotAFile`] (both inside
 /// [`InputError::Read`]), more than `max` bytes [`InputError::TooLarge`], a stream that ends
 /// before its first byte (a FIFO with no writer) [`InputError::EmptyStream`].
 pub fn read_capped(path: impl AsRef<Path>, max: u64) -> Result<Vec<u8>, InputError> {
@@ -100,14 +100,15 @@ pub fn read_capped(path: impl AsRef<Path>, max: u64) -> Result<Vec<u8>, InputErr
 ///
 /// # Errors
 ///
-/// A missing file or a directory is [`StreamError::Open`], anything but a regular file
-/// [`StreamError::NotAFile`] (both inside [`InputError::Read`]), more than `max` bytes
+/// A missing file or a directory is [`StreamErrorKind::Open`], anything but a regular file
+/// [`StreamErrorKind::NotAFile`] (both inside [`InputError::Read`]), more than `max` bytes
 /// [`InputError::TooLarge`].
 pub fn read_file_capped(path: impl AsRef<Path>, max: u64) -> Result<Vec<u8>, InputError> {
     let path = path.as_ref();
     let file = sipllm_streaming::open_regular(path, false)?;
-    let meta =
-        file.metadata().map_err(|source| StreamError::Open { path: path.to_path_buf(), source })?;
+    let meta = file
+        .metadata()
+        .map_err(|source| StreamError::at(path.to_path_buf(), StreamErrorKind::Open { source }))?;
     read_opened(path, file, &meta, None, max)
 }
 
@@ -127,11 +128,11 @@ fn read_opened(
     // a stream starts small and grows as it delivers.
     let hint = if kind.is_none() { meta.len().min(max) } else { 0 };
     let mut bytes = Vec::with_capacity(usize::try_from(hint).unwrap_or(0));
-    let read_err = |source| StreamError::Io {
-        path: Some(path.to_path_buf()),
-        offset: 0,
-        len: max.saturating_add(1),
-        source,
+    let read_err = |source| {
+        StreamError::new(
+            Some(path.to_path_buf()),
+            StreamErrorKind::Io { offset: 0, len: max.saturating_add(1), source },
+        )
     };
     file.take(max.saturating_add(1)).read_to_end(&mut bytes).map_err(read_err)?;
     if bytes.len() as u64 > max {
@@ -151,18 +152,19 @@ fn read_opened(
 ///
 /// # Errors
 ///
-/// A directory is [`StreamError::Open`], a socket [`StreamError::NotAFile`].
+/// A directory is [`StreamErrorKind::Open`], a socket [`StreamErrorKind::NotAFile`].
 fn open_input(path: &Path) -> Result<(File, Metadata, Option<FileKind>), StreamError> {
     let (file, meta) = sipllm_streaming::open_nonblocking(path, false)?;
     if meta.is_dir() {
         let source = std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory");
-        return Err(StreamError::Open { path: path.to_path_buf(), source });
+        return Err(StreamError::at(path.to_path_buf(), StreamErrorKind::Open { source }));
     }
     match FileKind::of(&meta) {
         // A socket is no stream of bytes to read a value from.
-        Some(FileKind::Socket) => {
-            Err(StreamError::NotAFile { path: path.to_path_buf(), kind: FileKind::Socket })
-        }
+        Some(FileKind::Socket) => Err(StreamError::at(
+            path.to_path_buf(),
+            StreamErrorKind::NotAFile { kind: FileKind::Socket },
+        )),
         kind => Ok((file, meta, kind)),
     }
 }
@@ -198,15 +200,16 @@ mod tests {
             Ok((_, _, Some(FileKind::CharDevice)))
         ));
         assert!(matches!(
-            open_input(&dir),
-            Err(StreamError::Open { source, .. }) if source.kind() == std::io::ErrorKind::IsADirectory
+            open_input(&dir).map_err(StreamError::into_kind),
+            Err(StreamErrorKind::Open { source, .. }) if source.kind() == std::io::ErrorKind::IsADirectory
         ));
         let socket = dir.join("s");
         let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
         // Linux refuses to open(2) a socket (ENXIO); elsewhere its kind refuses it.
         assert!(matches!(
-            open_input(&socket),
-            Err(StreamError::Open { .. } | StreamError::NotAFile { kind: FileKind::Socket, .. })
+            open_input(&socket).map_err(StreamError::into_kind),
+            Err(StreamErrorKind::Open { .. }
+                | StreamErrorKind::NotAFile { kind: FileKind::Socket, .. })
         ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -228,7 +231,9 @@ mod tests {
         let path = fifo(&dir, "manifest");
         for p in [path.as_path(), Path::new("/dev/zero")] {
             match read_file_capped(p, 10).unwrap_err() {
-                InputError::Read(StreamError::NotAFile { path, .. }) => assert_eq!(path, p),
+                InputError::Read(e) if matches!(e.kind(), StreamErrorKind::NotAFile { .. }) => {
+                    assert_eq!(e.path(), Some(p))
+                }
                 e => panic!("{e:?}"),
             }
         }
@@ -260,8 +265,8 @@ mod tests {
         assert_eq!(read_capped(&path, 9).unwrap(), b"", "an empty regular file is an empty value");
         assert!(matches!(
             read_capped(&dir, 9),
-            Err(InputError::Read(StreamError::Open { source, .. }))
-                if source.kind() == std::io::ErrorKind::IsADirectory
+            Err(InputError::Read(e)) if matches!(e.kind(), StreamErrorKind::Open { source }
+                if source.kind() == std::io::ErrorKind::IsADirectory)
         ));
         std::fs::remove_dir_all(&dir).unwrap();
     }

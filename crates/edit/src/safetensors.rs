@@ -44,7 +44,7 @@ use std::path::{Path, PathBuf};
 
 use sipllm_format::Kind;
 use sipllm_gguf::GgmlType;
-use sipllm_streaming::{Meta, Model, SourceTensor, StreamError, WeightSource};
+use sipllm_streaming::{Meta, Model, SourceTensor, StreamError, StreamErrorKind, WeightSource};
 
 use crate::error::WriteError;
 use crate::half::{bf16_bits, f16_bits};
@@ -411,13 +411,17 @@ pub fn export(
                 keep_ok: false,
             });
         }
-        let count = t.element_count().ok_or_else(|| StreamError::TooLarge {
-            what: format!("tensor {:?}", t.name),
-            bytes: u64::MAX,
+        let count = t.element_count().ok_or_else(|| {
+            StreamError::from(StreamErrorKind::TooLarge {
+                what: format!("tensor {:?}", t.name),
+                bytes: u64::MAX,
+            })
         })?;
-        let nbytes = count.checked_mul(dtype.size()).ok_or_else(|| StreamError::TooLarge {
-            what: format!("tensor {:?}", t.name),
-            bytes: u64::MAX,
+        let nbytes = count.checked_mul(dtype.size()).ok_or_else(|| {
+            StreamError::from(StreamErrorKind::TooLarge {
+                what: format!("tensor {:?}", t.name),
+                bytes: u64::MAX,
+            })
         })?;
         plan.push(Planned { name, src: t, dtype, transform, raw, nbytes, begin: 0 });
     }
@@ -427,17 +431,21 @@ pub fn export(
     let mut at = 0u64;
     for p in &mut plan {
         p.begin = at;
-        at = at.checked_add(p.nbytes).ok_or_else(|| StreamError::TooLarge {
-            what: "the safetensors data".into(),
-            bytes: u64::MAX,
+        at = at.checked_add(p.nbytes).ok_or_else(|| {
+            StreamError::from(StreamErrorKind::TooLarge {
+                what: "the safetensors data".into(),
+                bytes: u64::MAX,
+            })
         })?;
     }
     let data_bytes = at;
     let (header, keys, keys_left_out) = header_json(source, &plan)?;
     let data_start = 8 + header.len() as u64;
-    let file_bytes = data_start.checked_add(data_bytes).ok_or_else(|| StreamError::TooLarge {
-        what: "the safetensors file".into(),
-        bytes: u64::MAX,
+    let file_bytes = data_start.checked_add(data_bytes).ok_or_else(|| {
+        StreamError::from(StreamErrorKind::TooLarge {
+            what: "the safetensors file".into(),
+            bytes: u64::MAX,
+        })
     })?;
 
     let tmp = AtomicFile::create(out)
@@ -570,9 +578,11 @@ fn write_values<E: Fn(u64, io::Error) -> WriteError>(
             (CHUNK_VALUES / block).max(1) * block
         }
     };
-    let cap = usize::try_from(step.min(count)).map_err(|_| StreamError::TooLarge {
-        what: format!("a chunk of tensor {:?}", t.name),
-        bytes: step.saturating_mul(4),
+    let cap = usize::try_from(step.min(count)).map_err(|_| {
+        StreamError::from(StreamErrorKind::TooLarge {
+            what: format!("a chunk of tensor {:?}", t.name),
+            bytes: step.saturating_mul(4),
+        })
     })?;
     if buffers.values.len() < cap {
         buffers.values.resize(cap, 0.0);

@@ -12,7 +12,9 @@ use sipllm_gguf::{Gguf, ggml::align_up, writer::GgufWriter, writer::TensorDesc};
 use sipllm_streaming::split::{
     KEY_COUNT, KEY_NO, KEY_TENSORS_COUNT, SPLIT_KEYS, SplitFile, SplitKeys, shard_path,
 };
-use sipllm_streaming::{GgufFile, OpenOptions, SplitSetError, StreamError, WeightSource};
+use sipllm_streaming::{
+    GgufFile, OpenOptions, SplitSetError, StreamError, StreamErrorKind, WeightSource,
+};
 
 use crate::error::{SplitError, SplitRefusal, WriteError};
 use crate::identity::{self, refuse_output_is_open_file};
@@ -447,7 +449,7 @@ pub fn merge_with(
     let first = GgufFile::open(shard, options)?;
     let keys = SplitKeys::read(first.gguf(), Some(shard))?;
     if keys.count.is_none_or(|c| c == 0) {
-        return Err(StreamError::Split(SplitSetError::NotASet {
+        return Err(StreamError::from(SplitSetError::NotASet {
             path: Some(shard.to_path_buf()),
             count: keys.count,
         })
@@ -464,7 +466,7 @@ pub fn merge_with(
 ///
 /// # Errors
 ///
-/// [`WriteError::OutputIsInput`] when `out` is one of the shards; [`StreamError::Open`] for a
+/// [`WriteError::OutputIsInput`] when `out` is one of the shards; [`StreamErrorKind::Open`] for a
 /// shard held in memory (not a file); the write's errors.
 pub fn merge_set(set: &SplitFile, out: &Path) -> Result<WrittenFile, SplitError> {
     merge_set_with(set, out, &mut |_, _| {})
@@ -481,9 +483,16 @@ pub fn merge_set_with(
     let mut files: Vec<&File> = Vec::with_capacity(set.shard_count());
     for s in set.shards() {
         let path = s.path().unwrap_or(shard);
-        let file = s.file().ok_or_else(|| StreamError::Open {
-            path: path.to_path_buf(),
-            source: io::Error::new(io::ErrorKind::Unsupported, "the shard is not a local file"),
+        let file = s.file().ok_or_else(|| {
+            StreamError::at(
+                path.to_path_buf(),
+                StreamErrorKind::Open {
+                    source: io::Error::new(
+                        io::ErrorKind::Unsupported,
+                        "the shard is not a local file",
+                    ),
+                },
+            )
         })?;
         refuse_output_is_open_file(file, path, out, "the output")?;
         files.push(file);

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use sipllm_gguf::{ParseOptions, Profile};
 use sipllm_streaming::{
-    MemSource, Meta, Model, OpenOptions, SourceTensor, StreamError, WeightSource,
+    MemSource, Meta, Model, OpenOptions, SourceTensor, StreamError, StreamErrorKind, WeightSource,
 };
 
 use crate::text::{assert_code, assert_safe_text};
@@ -48,16 +48,14 @@ pub(crate) fn weight_source(data: &[u8]) {
             match magic {
                 None => {
                     let e = opened.as_ref().err();
-                    let too_short =
-                        matches!(e, Some(StreamError::TooShort { len, .. }) if *len == n);
+                    let too_short = matches!(e.map(StreamError::kind), Some(StreamErrorKind::TooShort { len, .. }) if *len == n);
                     assert!(too_short, "{target}: a {n}-byte input: {e:?}");
                 }
                 Some(m) if m == sipllm_gguf::MAGIC => gguf(&target, data, &opened, &opts),
                 Some(m) if m == sipllm_llmw::MAGIC => llmw(&target, data, &opened, &opts),
                 Some(m) => {
                     let e = opened.as_ref().err();
-                    let unknown =
-                        matches!(e, Some(StreamError::UnknownMagic { found, .. }) if *found == m);
+                    let unknown = matches!(e.map(StreamError::kind), Some(StreamErrorKind::UnknownMagic { found, .. }) if *found == m);
                     assert!(unknown, "{target}: magic {m:?}: {e:?}");
                 }
             }
@@ -128,7 +126,7 @@ fn gguf(target: &str, data: &[u8], opened: &Result<Model, StreamError>, opts: &O
         (Err(e), Ok(g)) => {
             // Only the lenient profile lists tensors that end past the file; the store refuses
             // them, naming the first.
-            let StreamError::TensorOutOfBounds { tensor, .. } = e else {
+            let StreamErrorKind::TensorOutOfBounds { tensor, .. } = e.kind() else {
                 panic!("{target}: open failed but the parse succeeded: {e}");
             };
             assert_eq!(opts.parse.profile, Profile::Lenient, "{target}: {e}");
@@ -228,7 +226,10 @@ fn check_reads(target: &str, data: &[u8], src: &dyn WeightSource) {
             let e = src.read_raw(t, &mut []).expect_err("reading a tensor of unknown size");
             check_stream_error(&what, &e);
             assert!(
-                matches!(e, StreamError::Tensor(sipllm_streaming::TensorError::UnknownSize { .. })),
+                matches!(
+                    e.kind(),
+                    StreamErrorKind::Tensor(sipllm_streaming::TensorError::UnknownSize { .. })
+                ),
                 "{what}: {e}"
             );
             assert!(t.byte_size().is_err() && t.byte_len().is_err());
@@ -254,8 +255,8 @@ fn check_reads(target: &str, data: &[u8], src: &dyn WeightSource) {
                 check_stream_error(&what, &e);
                 assert!(
                     matches!(
-                        e,
-                        StreamError::Tensor(sipllm_streaming::TensorError::SizeMismatch { .. })
+                        e.kind(),
+                        StreamErrorKind::Tensor(sipllm_streaming::TensorError::SizeMismatch { .. })
                     ),
                     "{what}: {e}"
                 );
@@ -286,7 +287,7 @@ fn check_reads(target: &str, data: &[u8], src: &dyn WeightSource) {
         }
         let e = src.read_raw_at(offset, &mut vec![0; len]).expect_err("read outside the file");
         check_stream_error(target, &e);
-        assert!(matches!(e, StreamError::OutOfBounds { .. }), "{target}: {e}");
+        assert!(matches!(e.kind(), StreamErrorKind::OutOfBounds { .. }), "{target}: {e}");
     }
     src.read_raw_at(n, &mut []).unwrap_or_else(|e| panic!("{target}: empty read at the end: {e}"));
 }
@@ -400,7 +401,7 @@ fn typed_accessors(what: &str, src: &dyn WeightSource, key: &str, meta: &Meta<'_
     if src.meta(&missing).is_none() {
         let e = src.meta_int(&missing).expect_err("a missing key");
         assert!(
-            matches!(e, StreamError::Meta(sipllm_streaming::MetaError::Missing { .. })),
+            matches!(e.kind(), StreamErrorKind::Meta(sipllm_streaming::MetaError::Missing { .. })),
             "{what}: {e}"
         );
         check_stream_error(what, &e);

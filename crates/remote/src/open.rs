@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use sipllm_streaming::split::{KEY_COUNT, KEY_NO, ShardName};
 use sipllm_streaming::{
-    GgufFile, Model, OpenOptions, ReadAt, SplitFile, StreamError, WeightSource,
+    GgufFile, Model, OpenOptions, ReadAt, SplitFile, StreamError, StreamErrorKind, WeightSource,
 };
 
 use crate::error::{RemoteError, RemoteErrorKind};
@@ -130,7 +130,7 @@ fn name_of(url: &RemoteUrl) -> PathBuf {
 }
 
 fn open_error(url: &RemoteUrl, e: RemoteError) -> StreamError {
-    StreamError::Open { path: name_of(url), source: e.into_io() }
+    StreamError::at(name_of(url), StreamErrorKind::Open { source: e.into_io() })
 }
 
 /// Opens the model at `url`, GGUF or `.llmw` (sniffed from its first bytes, as for files).
@@ -138,7 +138,7 @@ fn open_error(url: &RemoteUrl, e: RemoteError) -> StreamError {
 /// A GGUF whose `split.count` is above 1 is a shard of a split set: the other shards' URLs
 /// are derived from its name (`<prefix>-NNNNN-of-NNNNN.gguf`, the siblings in the same
 /// directory) and the whole set opens as [`Model::Split`]. Network failures are
-/// [`StreamError::Open`] or [`StreamError::Io`] errors whose `io::Error` carries a
+/// [`StreamErrorKind::Open`] or [`StreamErrorKind::Io`] errors whose `io::Error` carries a
 /// [`RemoteError`] ([`RemoteError::find_in`]).
 ///
 /// The sources share one connection pool (a set's shards are siblings on one host), a
@@ -161,7 +161,7 @@ pub fn open_model(
 /// package): `url` parsed with the Hub's endpoint from `HF_ENDPOINT`
 /// ([`RemoteUrl::parse_env`]), then [`open_model`] — the same sources, limits (`http`) and
 /// errors wherever it is called from. A URL that does not parse (or names a scheme this
-/// build cannot open) is a [`StreamError::Open`] naming it, credentials redacted, around the
+/// build cannot open) is a [`StreamErrorKind::Open`] naming it, credentials redacted, around the
 /// [`RemoteError`] ([`RemoteError::find_in`] finds it, with its code and help).
 ///
 /// ```no_run
@@ -181,9 +181,11 @@ pub fn open_url(
     http: &HttpOptions,
     options: &OpenOptions,
 ) -> Result<RemoteModel, StreamError> {
-    let parsed = RemoteUrl::parse_env(url).map_err(|e| StreamError::Open {
-        path: PathBuf::from(crate::url::redact(url)),
-        source: e.into_io(),
+    let parsed = RemoteUrl::parse_env(url).map_err(|e| {
+        StreamError::at(
+            PathBuf::from(crate::url::redact(url)),
+            StreamErrorKind::Open { source: e.into_io() },
+        )
     })?;
     open_model(&parsed, http, options)
 }
@@ -209,14 +211,14 @@ fn open_model_in(
     };
     let no = split_key(&model, KEY_NO)?.unwrap_or(0);
     let Ok(count) = u16::try_from(count) else {
-        return Err(StreamError::Split(sipllm_streaming::SplitSetError::NotASet {
+        return Err(StreamError::from(sipllm_streaming::SplitSetError::NotASet {
             path: Some(name_of(url)),
             count: None,
         }));
     };
     let split_no = u16::try_from(no).unwrap_or(u16::MAX);
     let Some(name) = ShardName::parse(Path::new(url.file_name())) else {
-        return Err(StreamError::Split(sipllm_streaming::SplitSetError::BadName {
+        return Err(StreamError::from(sipllm_streaming::SplitSetError::BadName {
             path: name_of(url),
             split_no,
             count,
@@ -249,7 +251,7 @@ fn open_model_in(
         let (shard, shard_tracked) = match open_tracked(&shard_url, http, opening) {
             Ok(s) => s,
             Err(e) if e.status == Some(404) => {
-                return Err(StreamError::Split(sipllm_streaming::SplitSetError::MissingShard {
+                return Err(StreamError::from(sipllm_streaming::SplitSetError::MissingShard {
                     set: name_of(url),
                     missing: Some(name_of(&shard_url)),
                     split_no: i,
@@ -296,7 +298,7 @@ fn download(source: &dyn ReadAt, name: &Path) -> Result<File, StreamError> {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let tmp = std::env::temp_dir().join(format!(".sipllm-fetch-{}-{stamp}", std::process::id()));
-    let create = |e| StreamError::Spool { path: tmp.clone(), offset: 0, source: e };
+    let create = |e| StreamError::at(tmp.clone(), StreamErrorKind::Spool { offset: 0, source: e });
     let mut file =
         File::options().read(true).write(true).create_new(true).open(&tmp).map_err(create)?;
     // Unnamed from now on.
@@ -308,16 +310,20 @@ fn download(source: &dyn ReadAt, name: &Path) -> Result<File, StreamError> {
     while pos < len {
         let n = PIECE.min(len - pos);
         let dst = buf.get_mut(..n as usize).unwrap_or_default();
-        source.read_exact_at(pos, dst).map_err(|e| StreamError::Io {
-            path: Some(name.to_path_buf()),
-            offset: pos,
-            len: n,
-            source: e,
+        source.read_exact_at(pos, dst).map_err(|e| {
+            StreamError::new(
+                Some(name.to_path_buf()),
+                StreamErrorKind::Io { offset: pos, len: n, source: e },
+            )
         })?;
-        let write = |e: io::Error| StreamError::Spool { path: tmp.clone(), offset: pos, source: e };
+        let write = |e: io::Error| {
+            StreamError::at(tmp.clone(), StreamErrorKind::Spool { offset: pos, source: e })
+        };
         file.write_all(dst).map_err(write)?;
         pos += n;
     }
-    file.flush().map_err(|e| StreamError::Spool { path: tmp.clone(), offset: pos, source: e })?;
+    file.flush().map_err(|e| {
+        StreamError::at(tmp.clone(), StreamErrorKind::Spool { offset: pos, source: e })
+    })?;
     Ok(file)
 }

@@ -138,7 +138,7 @@ pub(crate) fn clamp_range(offset: u64, len: u64, size: u64) -> Option<(u64, u64)
 /// (the same contract ripgrep's `--mmap` and every mmap-based model loader rely on). Write
 /// model files to a temporary name and rename them into place, and this never happens. The
 /// pread backend has no such risk: a truncated file gives
-/// [`StreamError::UnexpectedEof`](crate::StreamError::UnexpectedEof).
+/// [`StreamErrorKind::UnexpectedEof`](crate::StreamErrorKind::UnexpectedEof).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Backend {
     /// `pread(2)` into the caller's buffer (the default). Readahead: `posix_fadvise`.

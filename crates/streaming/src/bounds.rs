@@ -9,7 +9,7 @@ use std::io;
 ///
 /// Carried inside an [`io::Error`] of kind [`io::ErrorKind::UnexpectedEof`], so [`ReadAt`](crate::ReadAt)
 /// keeps the standard signature and the count survives to
-/// [`StreamError::UnexpectedEof`](crate::StreamError::UnexpectedEof).
+/// [`StreamErrorKind::UnexpectedEof`](crate::StreamErrorKind::UnexpectedEof).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShortRead {
     /// Absolute offset of the read.

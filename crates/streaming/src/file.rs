@@ -9,7 +9,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::backing::{Backend, ReadAt, clamp_range, read_exact_with};
-use crate::error::StreamError;
+use crate::error::{StreamError, StreamErrorKind};
 use crate::map::FileMap;
 
 /// A file read by position only: thread-safe, no seek, no shared cursor.
@@ -35,7 +35,7 @@ impl fmt::Debug for FileBacking {
 
 impl FileBacking {
     /// Opens `path` read-only with the given backend. The open never blocks: a FIFO, socket
-    /// or device is [`StreamError::NotAFile`] (checked on the opened descriptor). It then takes
+    /// or device is [`StreamErrorKind::NotAFile`] (checked on the opened descriptor). It then takes
     /// a shared advisory lock held while the backing is open ([`crate::lock`]): if an in-place
     /// header rewrite holds the file, this waits for it (at most
     /// [`READ_WAIT`](crate::lock::READ_WAIT)) before reading anything, so a reader never sees a
@@ -49,7 +49,7 @@ impl FileBacking {
     }
 
     /// Uses an open file; `path` is only used in error messages. A file that is not a regular
-    /// file is [`StreamError::NotAFile`]. No lock is taken: the file's locks are the caller's
+    /// file is [`StreamErrorKind::NotAFile`]. No lock is taken: the file's locks are the caller's
     /// (a duplicate descriptor shares them).
     pub fn from_file(
         file: File,
@@ -57,7 +57,7 @@ impl FileBacking {
         backend: Backend,
     ) -> Result<FileBacking, StreamError> {
         let path = path.into();
-        let open_err = |source| StreamError::Open { path: path.clone(), source };
+        let open_err = |source| StreamError::at(path.clone(), StreamErrorKind::Open { source });
         let meta = file.metadata().map_err(open_err)?;
         crate::input::check_regular(&meta, &path)?;
         let (len, map) = match backend {
@@ -98,7 +98,7 @@ impl FileBacking {
 
     /// Fills `dst` with the bytes at `offset`: `pread(2)` retried on `EINTR` and short reads
     /// (or a copy out of the map). Reaching the end of the file is
-    /// [`StreamError::UnexpectedEof`] with the offset and the number of missing bytes.
+    /// [`StreamErrorKind::UnexpectedEof`] with the offset and the number of missing bytes.
     pub fn pread_exact(&self, offset: u64, dst: &mut [u8]) -> Result<(), StreamError> {
         self.read_exact_at(offset, dst)
             .map_err(|e| StreamError::read(Some(&self.path), offset, dst.len() as u64, e))
@@ -108,11 +108,11 @@ impl FileBacking {
     /// `posix_fadvise(POSIX_FADV_WILLNEED)` for pread, `madvise(MADV_WILLNEED)` for mmap. The
     /// range is clamped to the file; a no-op where the platform has no such call.
     pub fn prefetch(&self, offset: u64, len: u64) -> Result<(), StreamError> {
-        ReadAt::prefetch(self, offset, len).map_err(|e| StreamError::Io {
-            path: Some(self.path.clone()),
-            offset,
-            len,
-            source: e,
+        ReadAt::prefetch(self, offset, len).map_err(|e| {
+            StreamError::new(
+                Some(self.path.clone()),
+                StreamErrorKind::Io { offset, len, source: e },
+            )
         })
     }
 }

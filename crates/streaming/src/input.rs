@@ -4,8 +4,8 @@
 //! sibling shard replaced by one) would hang every command forever. Models are therefore
 //! opened with `O_NONBLOCK` (which never blocks the open; on a regular file it changes
 //! nothing and is cleared again at once) and the *opened descriptor* is checked with `fstat`:
-//! anything but a regular file is [`StreamError::NotAFile`] (a directory stays
-//! [`StreamError::Open`] with [`io::ErrorKind::IsADirectory`]). Checking the descriptor, not
+//! anything but a regular file is [`StreamErrorKind::NotAFile`] (a directory stays
+//! [`StreamErrorKind::Open`] with [`io::ErrorKind::IsADirectory`]). Checking the descriptor, not
 //! the path, leaves no window for the path to be swapped between the check and the use. (On
 //! Unix systems other than Linux and Android, which this crate reaches without `rustix`, the
 //! path is checked with `stat` before the open as well: a FIFO swapped in between could still
@@ -24,29 +24,29 @@ use std::fs::{File, Metadata};
 use std::io;
 use std::path::Path;
 
-use crate::error::{FileKind, StreamError};
+use crate::error::{FileKind, StreamError, StreamErrorKind};
 
 /// Opens `path` read-only (or read-write when `write`) without blocking on a special file,
 /// and refuses anything but a regular file.
 ///
 /// # Errors
 ///
-/// [`StreamError::Open`] (a directory too), [`StreamError::NotAFile`].
+/// [`StreamErrorKind::Open`] (a directory too), [`StreamErrorKind::NotAFile`].
 pub fn open_regular(path: &Path, write: bool) -> Result<File, StreamError> {
     let (file, meta) = open_nonblocking(path, write)?;
     check_regular(&meta, path)?;
     Ok(file)
 }
 
-/// Refuses a directory ([`StreamError::Open`]) or a special file ([`StreamError::NotAFile`]).
+/// Refuses a directory ([`StreamErrorKind::Open`]) or a special file ([`StreamErrorKind::NotAFile`]).
 pub(crate) fn check_regular(meta: &Metadata, path: &Path) -> Result<(), StreamError> {
     if meta.is_dir() {
         let source = io::Error::new(io::ErrorKind::IsADirectory, "is a directory");
-        return Err(StreamError::Open { path: path.to_path_buf(), source });
+        return Err(StreamError::at(path.to_path_buf(), StreamErrorKind::Open { source }));
     }
     match FileKind::of(meta) {
         None => Ok(()),
-        Some(kind) => Err(StreamError::NotAFile { path: path.to_path_buf(), kind }),
+        Some(kind) => Err(StreamError::at(path.to_path_buf(), StreamErrorKind::NotAFile { kind })),
     }
 }
 
@@ -57,10 +57,10 @@ pub(crate) fn check_regular(meta: &Metadata, path: &Path) -> Result<(), StreamEr
 ///
 /// # Errors
 ///
-/// [`StreamError::Open`] (and, on Unix systems without `O_NONBLOCK` here, a special file is
-/// [`StreamError::NotAFile`] before the open).
+/// [`StreamErrorKind::Open`] (and, on Unix systems without `O_NONBLOCK` here, a special file is
+/// [`StreamErrorKind::NotAFile`] before the open).
 pub fn open_nonblocking(path: &Path, write: bool) -> Result<(File, Metadata), StreamError> {
-    let open_err = |source| StreamError::Open { path: path.to_path_buf(), source };
+    let open_err = |source| StreamError::at(path.to_path_buf(), StreamErrorKind::Open { source });
     let mut options = File::options();
     options.read(true).write(write);
     #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -75,7 +75,7 @@ pub fn open_nonblocking(path: &Path, write: bool) -> Result<(File, Metadata), St
         if let Ok(meta) = std::fs::metadata(path)
             && let Some(kind) = FileKind::of(&meta)
         {
-            return Err(StreamError::NotAFile { path: path.to_path_buf(), kind });
+            return Err(StreamError::at(path.to_path_buf(), StreamErrorKind::NotAFile { kind }));
         }
     }
     let file = options.open(path).map_err(open_err)?;
@@ -111,12 +111,12 @@ mod tests {
     fn a_fifo_without_a_writer_is_refused_at_once() {
         let dir = temp("fifo");
         let path = fifo(&dir, "m.gguf");
-        match open_regular(&path, false).unwrap_err() {
-            StreamError::NotAFile { kind: FileKind::Fifo, .. } => {}
+        match open_regular(&path, false).unwrap_err().into_kind() {
+            StreamErrorKind::NotAFile { kind: FileKind::Fifo, .. } => {}
             e => panic!("{e:?}"),
         }
-        match open_regular(&path, true).unwrap_err() {
-            StreamError::NotAFile { kind: FileKind::Fifo, .. } => {}
+        match open_regular(&path, true).unwrap_err().into_kind() {
+            StreamErrorKind::NotAFile { kind: FileKind::Fifo, .. } => {}
             e => panic!("{e:?}"),
         }
         std::fs::remove_dir_all(&dir).unwrap();
@@ -124,8 +124,8 @@ mod tests {
 
     #[test]
     fn character_devices_are_refused_as_models() {
-        match open_regular(Path::new("/dev/null"), false).unwrap_err() {
-            StreamError::NotAFile { kind: FileKind::CharDevice, .. } => {}
+        match open_regular(Path::new("/dev/null"), false).unwrap_err().into_kind() {
+            StreamErrorKind::NotAFile { kind: FileKind::CharDevice, .. } => {}
             e => panic!("{e:?}"),
         }
     }
@@ -137,8 +137,8 @@ mod tests {
         std::fs::write(&path, b"0123456789").unwrap();
         assert!(open_regular(&path, false).is_ok());
         assert!(matches!(
-            open_regular(&dir, false),
-            Err(StreamError::Open { source, .. }) if source.kind() == io::ErrorKind::IsADirectory
+            open_regular(&dir, false).map_err(StreamError::into_kind),
+            Err(StreamErrorKind::Open { source, .. }) if source.kind() == io::ErrorKind::IsADirectory
         ));
         std::fs::remove_dir_all(&dir).unwrap();
     }

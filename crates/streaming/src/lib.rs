@@ -122,7 +122,9 @@ mod window;
 
 pub use backing::{Backend, MemSource, ReadAt};
 pub use bounds::ShortRead;
-pub use error::{FileKind, Located, MetaError, SplitSetError, StreamError, TensorError};
+pub use error::{
+    FileKind, Located, MetaError, SplitSetError, StreamError, StreamErrorKind, TensorError,
+};
 #[cfg(feature = "file")]
 pub use file::FileBacking;
 pub use gguf_file::{GgufFile, read_header};

@@ -9,7 +9,7 @@
 //! * **The in-place writer** (the write side's `rewrite_header_in_place`,
 //!   `in_place::recover`) takes an **exclusive** lock without
 //!   waiting: a second editor, or an editor while a reader has the file open, is refused
-//!   ([`StreamError::Locked`]) instead of racing it.
+//!   ([`StreamErrorKind::Locked`]) instead of racing it.
 //!
 //! The locks are `flock(2)` locks: they belong to the open file (every duplicate of the
 //! descriptor shares them) and vanish when it is closed, or when the process dies, so a crash
@@ -28,7 +28,7 @@ use std::fs::File;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::error::StreamError;
+use crate::error::{StreamError, StreamErrorKind};
 
 /// How long a reader waits for an in-place rewrite to release the file.
 pub const READ_WAIT: Duration = Duration::from_secs(10);
@@ -41,7 +41,7 @@ const POLL: Duration = Duration::from_millis(10);
 ///
 /// # Errors
 ///
-/// [`StreamError::Locked`] (`exclusive: false`) when the exclusive lock is still held after
+/// [`StreamErrorKind::Locked`] (`exclusive: false`) when the exclusive lock is still held after
 /// `wait`.
 pub fn lock_shared(file: &File, path: &Path, wait: Duration) -> Result<(), StreamError> {
     let start = Instant::now();
@@ -50,11 +50,10 @@ pub fn lock_shared(file: &File, path: &Path, wait: Duration) -> Result<(), Strea
             Attempt::Locked | Attempt::Unsupported => return Ok(()),
             Attempt::Busy if start.elapsed() < wait => std::thread::sleep(POLL),
             Attempt::Busy => {
-                return Err(StreamError::Locked {
-                    path: path.to_path_buf(),
-                    exclusive: false,
-                    wait,
-                });
+                return Err(StreamError::at(
+                    path.to_path_buf(),
+                    StreamErrorKind::Locked { exclusive: false, wait },
+                ));
             }
         }
     }
@@ -65,16 +64,15 @@ pub fn lock_shared(file: &File, path: &Path, wait: Duration) -> Result<(), Strea
 ///
 /// # Errors
 ///
-/// [`StreamError::Locked`] (`exclusive: true`) when another open file holds a lock on it (an
+/// [`StreamErrorKind::Locked`] (`exclusive: true`) when another open file holds a lock on it (an
 /// in-place edit, or a reader).
 pub fn try_lock_exclusive(file: &File, path: &Path) -> Result<(), StreamError> {
     match try_flock(file, true) {
         Attempt::Locked | Attempt::Unsupported => Ok(()),
-        Attempt::Busy => Err(StreamError::Locked {
-            path: path.to_path_buf(),
-            exclusive: true,
-            wait: Duration::ZERO,
-        }),
+        Attempt::Busy => Err(StreamError::at(
+            path.to_path_buf(),
+            StreamErrorKind::Locked { exclusive: true, wait: Duration::ZERO },
+        )),
     }
 }
 
@@ -93,7 +91,7 @@ impl<'a> ExclusiveLock<'a> {
     ///
     /// # Errors
     ///
-    /// [`StreamError::Locked`] (`exclusive: true`).
+    /// [`StreamErrorKind::Locked`] (`exclusive: true`).
     pub fn try_new(file: &'a File, path: &'a Path) -> Result<ExclusiveLock<'a>, StreamError> {
         try_lock_exclusive(file, path)?;
         Ok(ExclusiveLock { file, path })
@@ -126,7 +124,7 @@ impl Drop for ExclusiveLock<'_> {
 ///
 /// # Errors
 ///
-/// [`StreamError::Open`], [`StreamError::NotAFile`], [`StreamError::Locked`].
+/// [`StreamErrorKind::Open`], [`StreamErrorKind::NotAFile`], [`StreamErrorKind::Locked`].
 pub fn open_locked(path: &Path, write: bool) -> Result<File, StreamError> {
     // Not `File::open`: that blocks forever on a FIFO without a writer.
     let file = crate::input::open_regular(path, write)?;

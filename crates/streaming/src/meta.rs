@@ -219,9 +219,9 @@ pub(crate) fn expect<'a, T>(
     expected: MetaKind,
     pick: impl FnOnce(&Meta<'a>) -> Option<T>,
 ) -> Result<T, StreamError> {
-    let value = value.ok_or_else(|| StreamError::Meta(MetaError::Missing { key: key.into() }))?;
+    let value = value.ok_or_else(|| StreamError::from(MetaError::Missing { key: key.into() }))?;
     pick(&value).ok_or_else(|| {
-        StreamError::Meta(MetaError::Type {
+        StreamError::from(MetaError::Type {
             key: key.into(),
             expected: expected.name(),
             actual: value.kind().name(),
@@ -318,7 +318,7 @@ impl<'a> IntList<'a> {
         let mut out = Vec::with_capacity(self.len());
         for (i, v) in self.iter().enumerate() {
             out.push(T::try_from(v).map_err(|_| {
-                StreamError::Meta(MetaError::Range {
+                StreamError::from(MetaError::Range {
                     key: self.key.to_string(),
                     index: Some(i as u64),
                     value: v,
@@ -705,7 +705,7 @@ impl<'a> StrList<'a> {
         let mut out = Vec::with_capacity(self.len());
         for (i, t) in self.iter().enumerate() {
             out.push(t.as_str().ok_or_else(|| {
-                StreamError::Meta(MetaError::Utf8 {
+                StreamError::from(MetaError::Utf8 {
                     key: self.key.to_string(),
                     index: Some(i as u64),
                 })

@@ -15,7 +15,7 @@ use sipllm_gguf::Profile;
 
 use crate::MetaStr;
 use crate::backing::ReadAt;
-use crate::error::StreamError;
+use crate::error::{StreamError, StreamErrorKind};
 #[cfg(feature = "file")]
 use crate::file::FileBacking;
 use crate::gguf_file::GgufFile;
@@ -74,19 +74,19 @@ impl Format {
 
     /// Finds the format of `source` from its first 4 bytes (one positional read).
     ///
-    /// A source shorter than 4 bytes is [`StreamError::TooShort`]; 4 bytes that are no
-    /// format's magic are [`StreamError::UnknownMagic`], which shows them in hex and ASCII.
+    /// A source shorter than 4 bytes is [`StreamErrorKind::TooShort`]; 4 bytes that are no
+    /// format's magic are [`StreamErrorKind::UnknownMagic`], which shows them in hex and ASCII.
     /// `path` is only used in error messages.
     pub fn detect(source: &dyn ReadAt, path: Option<&Path>) -> Result<Format, StreamError> {
         let len = source.len();
         let path_buf = || path.map(Path::to_path_buf);
         if len < 4 {
-            return Err(StreamError::TooShort { path: path_buf(), len });
+            return Err(StreamError::new(path_buf(), StreamErrorKind::TooShort { len }));
         }
         let mut found = [0u8; 4];
         source.read_exact_at(0, &mut found).map_err(|e| StreamError::read(path, 0, 4, e))?;
         Format::from_magic(found)
-            .ok_or_else(|| StreamError::UnknownMagic { path: path_buf(), found })
+            .ok_or_else(|| StreamError::new(path_buf(), StreamErrorKind::UnknownMagic { found }))
     }
 }
 
@@ -198,7 +198,8 @@ impl Model {
         options: &OpenOptions,
     ) -> Result<Model, StreamError> {
         let path = path.as_ref();
-        let open_err = |source| StreamError::Open { path: path.to_path_buf(), source };
+        let open_err =
+            |source| StreamError::at(path.to_path_buf(), StreamErrorKind::Open { source });
         let backing =
             FileBacking::from_file(file.try_clone().map_err(open_err)?, path, options.backend)?;
         Ok(match detect_for(&backing.pread_view(), Some(path), options)? {

@@ -4,7 +4,7 @@ use sipllm_gguf::GgmlType;
 use smallvec::SmallVec;
 
 use crate::MetaStr;
-use crate::error::{MetaError, StreamError, TensorError};
+use crate::error::{MetaError, StreamError, StreamErrorKind, TensorError};
 use crate::meta::{self, FloatList, IntList, Meta, MetaKind, StrList};
 
 // Tensor values (dequantized reads): the default methods of the trait below, in their own
@@ -42,7 +42,7 @@ impl SourceTensor {
     /// The byte size, or why it is unknown.
     pub fn byte_size(&self) -> Result<u64, StreamError> {
         self.nbytes.ok_or_else(|| {
-            StreamError::Tensor(TensorError::UnknownSize {
+            StreamError::from(TensorError::UnknownSize {
                 tensor: self.name.clone(),
                 ggml_type: self.ggml_type,
             })
@@ -53,9 +53,11 @@ impl SourceTensor {
     /// takes.
     pub fn byte_len(&self) -> Result<usize, StreamError> {
         let n = self.byte_size()?;
-        usize::try_from(n).map_err(|_| StreamError::TooLarge {
-            what: format!("tensor {:?}", self.name),
-            bytes: n,
+        usize::try_from(n).map_err(|_| {
+            StreamError::from(StreamErrorKind::TooLarge {
+                what: format!("tensor {:?}", self.name),
+                bytes: n,
+            })
         })
     }
 
@@ -135,7 +137,7 @@ pub trait WeightSource: Send + Sync {
     /// holds one chunk, whatever the tensor's size; the tensor's bytes are announced first
     /// ([`prefetch_range`](Self::prefetch_range)). Types without values (integers, unknown
     /// codes) are [`TensorError::Dequant`]; values that cannot be allocated are
-    /// [`StreamError::TooLarge`].
+    /// [`StreamErrorKind::TooLarge`].
     fn read_f32(&self, tensor: &SourceTensor) -> Result<crate::Values, StreamError> {
         values::read_f32(self, tensor)
     }
@@ -160,9 +162,9 @@ pub trait WeightSource: Send + Sync {
     /// ([`TensorError::Missing`](crate::TensorError::Missing) if there is none). For a buffer the caller reuses, see
     /// [`read_raw`](Self::read_raw).
     fn read_tensor(&self, name: &str) -> Result<Vec<u8>, StreamError> {
-        let tensor = self.find(name).ok_or_else(|| {
-            StreamError::Tensor(crate::TensorError::Missing { name: name.into() })
-        })?;
+        let tensor = self
+            .find(name)
+            .ok_or_else(|| StreamError::from(crate::TensorError::Missing { name: name.into() }))?;
         let mut buf = vec![0u8; tensor.byte_len()?];
         self.read_raw(tensor, &mut buf)?;
         Ok(buf)
@@ -235,7 +237,7 @@ pub trait WeightSource: Send + Sync {
     fn meta_str(&self, key: &str) -> Result<&str, StreamError> {
         let text = meta::expect(key, self.meta(key), MetaKind::Str, Meta::as_text)?;
         text.as_str()
-            .ok_or_else(|| StreamError::Meta(MetaError::Utf8 { key: key.into(), index: None }))
+            .ok_or_else(|| StreamError::from(MetaError::Utf8 { key: key.into(), index: None }))
     }
 
     /// An integer array.
@@ -255,5 +257,5 @@ pub trait WeightSource: Send + Sync {
 }
 
 fn range(key: &str, value: i128, target: &'static str) -> StreamError {
-    StreamError::Meta(MetaError::Range { key: key.into(), index: None, value, target })
+    StreamError::from(MetaError::Range { key: key.into(), index: None, value, target })
 }

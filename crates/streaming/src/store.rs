@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use sipllm_format::NameIndex;
 
 use crate::backing::{ReadAt, clamp_range};
-use crate::error::{StreamError, TensorError};
+use crate::error::{StreamError, StreamErrorKind, TensorError};
 use crate::source::SourceTensor;
 
 /// Owns a byte source and its tensor list; does the bounds-checked reads every
@@ -44,7 +44,7 @@ impl fmt::Debug for TensorStore {
 impl TensorStore {
     /// A store over `source` (of `source.len()` bytes), serving `tensors`.
     ///
-    /// Fails with [`StreamError::TensorOutOfBounds`] naming the first tensor (in the given
+    /// Fails with [`StreamErrorKind::TensorOutOfBounds`] naming the first tensor (in the given
     /// order) whose data does not lie inside the source, so a truncated file fails here and
     /// not in the middle of inference. `path` is only used in error messages. `readahead` is
     /// how many tensors after the one being read, in file order, [`read_raw`](Self::read_raw)
@@ -57,19 +57,21 @@ impl TensorStore {
     ) -> Result<TensorStore, StreamError> {
         let file_size = source.len();
         if let Some(t) = tensors.iter().find(|t| t.nbytes.is_some() && !fits(t, file_size)) {
-            return Err(StreamError::TensorOutOfBounds {
+            return Err(StreamError::new(
                 path,
-                tensor: t.name.clone(),
-                offset: t.abs_offset,
-                nbytes: t.nbytes.unwrap_or_default(),
-                file_size,
-            });
+                StreamErrorKind::TensorOutOfBounds {
+                    tensor: t.name.clone(),
+                    offset: t.abs_offset,
+                    nbytes: t.nbytes.unwrap_or_default(),
+                    file_size,
+                },
+            ));
         }
         if u32::try_from(tensors.len()).is_err() {
-            return Err(StreamError::TooLarge {
+            return Err(StreamError::from(StreamErrorKind::TooLarge {
                 what: "tensor list".into(),
                 bytes: tensors.len() as u64,
-            });
+            }));
         }
         let mut names = NameIndex::new();
         for (i, t) in tensors.iter().enumerate() {
@@ -130,7 +132,7 @@ impl TensorStore {
         let expected = tensor.byte_size()?;
         let prefix = usize::try_from(expected).ok().and_then(|n| dst.get_mut(..n));
         let Some(dst) = prefix else {
-            return Err(StreamError::Tensor(TensorError::SizeMismatch {
+            return Err(StreamError::from(TensorError::SizeMismatch {
                 tensor: tensor.name.clone(),
                 expected,
                 got: dst.len() as u64,
@@ -150,12 +152,14 @@ impl TensorStore {
         match abs_offset.checked_add(len) {
             Some(end) if end <= self.file_size => {}
             _ => {
-                return Err(StreamError::OutOfBounds {
-                    path: self.path.clone(),
-                    offset: abs_offset,
-                    len,
-                    file_size: self.file_size,
-                });
+                return Err(StreamError::new(
+                    self.path.clone(),
+                    StreamErrorKind::OutOfBounds {
+                        offset: abs_offset,
+                        len,
+                        file_size: self.file_size,
+                    },
+                ));
             }
         }
         self.source
@@ -173,11 +177,8 @@ impl TensorStore {
     /// soon.
     pub fn prefetch_range(&self, offset: u64, len: u64) -> Result<(), StreamError> {
         let Some((offset, len)) = clamp_range(offset, len, self.file_size) else { return Ok(()) };
-        self.source.prefetch(offset, len).map_err(|source| StreamError::Io {
-            path: self.path.clone(),
-            offset,
-            len,
-            source,
+        self.source.prefetch(offset, len).map_err(|source| {
+            StreamError::new(self.path.clone(), StreamErrorKind::Io { offset, len, source })
         })
     }
 
@@ -191,7 +192,7 @@ impl TensorStore {
             .position(|&i| self.tensors.get(i as usize) == Some(tensor))
             .map(|p| start + p)
             .ok_or_else(|| {
-                StreamError::Tensor(TensorError::NotInSource {
+                StreamError::from(TensorError::NotInSource {
                     tensor: tensor.name.clone(),
                     offset: tensor.abs_offset,
                 })

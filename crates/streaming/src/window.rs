@@ -12,7 +12,7 @@ use std::path::Path;
 use sipllm_format::{DecoderEvent, HeaderDecoder};
 
 use crate::backing::ReadAt;
-use crate::error::StreamError;
+use crate::error::{StreamError, StreamErrorKind};
 use crate::header_bytes::{HeaderBuf, HeaderBytes};
 
 /// The initial header read size: 64 KiB.
@@ -95,7 +95,12 @@ pub(crate) fn fill<D: HeaderDecoder>(
             return Err(wrap(decoder.end_of_input(buf.as_slice())));
         }
         let add = end - have;
-        let too_large = || StreamError::TooLarge { what: "header buffer".into(), bytes: end };
+        let too_large = || {
+            StreamError::from(StreamErrorKind::TooLarge {
+                what: "header buffer".into(),
+                bytes: end,
+            })
+        };
         let add_usize = usize::try_from(add).map_err(|_| too_large())?;
         if add_usize > SPARSE_READ {
             let mut bytes = buf.take_vec();

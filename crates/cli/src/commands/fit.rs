@@ -8,7 +8,7 @@ use serde_json::json;
 use sipllm_gguf::{GgmlType, Profile};
 use sipllm_model::config::ModelConfig;
 use sipllm_model::fit::{self, Device, Fit, FitError, FitParams, FlashAttn, LayerKind, Weight};
-use sipllm_streaming::StreamError;
+use sipllm_streaming::{StreamError, StreamErrorKind};
 
 use crate::cli::{FitArgs, FitProfile, FlashAttnArg};
 use crate::commands::{report_open_error, usage_error};
@@ -123,7 +123,7 @@ pub fn run(args: &FitArgs, ctx: &Ctx) -> io::Result<Exit> {
 
 /// True when the only trouble is tensor data past the end of the file.
 fn data_elsewhere(e: &StreamError) -> bool {
-    matches!(e, StreamError::TensorOutOfBounds { .. })
+    matches!(e.kind(), StreamErrorKind::TensorOutOfBounds { .. })
         || sipllm_streaming::Kind::code(e) == "gguf::layout::out_of_bounds"
 }
 

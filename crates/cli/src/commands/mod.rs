@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use sipllm_edit::{SplitError, WriteError, identity};
-use sipllm_streaming::{Backend, FileBacking, ReadAt, StreamError};
+use sipllm_streaming::{Backend, FileBacking, ReadAt, StreamError, StreamErrorKind};
 
 use crate::diagnostic::{FileDiagnostic, Finding, Renderer};
 use crate::glob::Glob;
@@ -55,8 +55,8 @@ pub fn diagnose_open_error(path: &Path, e: &StreamError) -> FileDiagnostic {
     let finding = Finding::from_stream_error(e);
     // A file another process holds locked is not opened again for the hex view: that would
     // wait for the lock a second time.
-    let backing = match e {
-        StreamError::Locked { .. } => None,
+    let backing = match e.kind() {
+        StreamErrorKind::Locked { .. } => None,
         _ => FileBacking::open(path, Backend::Pread).ok(),
     };
     FileDiagnostic::new(finding, &name, backing.as_ref().map(|b| b as &dyn ReadAt))

@@ -31,7 +31,7 @@ pub fn read(
 ) -> io::Result<Exit> {
     let ValueType::F32 = as_type;
     if !sipllm_quants::is_supported(tensor.ggml_type) {
-        let e = StreamError::Tensor(sipllm_streaming::TensorError::Dequant {
+        let e = StreamError::from(sipllm_streaming::TensorError::Dequant {
             tensor: tensor.name.clone(),
             source: sipllm_quants::DequantError::UnsupportedType { ty: tensor.ggml_type },
         });

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use sipllm_model::manifest::{self as mf, Manifest};
-use sipllm_streaming::StreamError;
+use sipllm_streaming::StreamErrorKind;
 
 use crate::cli::{ManifestFormat, VerifyArgs};
 use crate::commands::{
@@ -47,12 +47,15 @@ fn read_manifest(path: &Path) -> Result<String, String> {
                     "it holds more than {max} bytes, more than any manifest (reading stopped there)"
                 )
             }
-            sipllm_edit::InputError::Read(StreamError::NotAFile { kind, .. }) => {
-                format!("it is {kind}, not a regular file: a manifest is a file")
-            }
-            sipllm_edit::InputError::Read(
-                StreamError::Open { source, .. } | StreamError::Io { source, .. },
-            ) => source.to_string(),
+            sipllm_edit::InputError::Read(r) => match r.kind() {
+                StreamErrorKind::NotAFile { kind } => {
+                    format!("it is {kind}, not a regular file: a manifest is a file")
+                }
+                StreamErrorKind::Open { source } | StreamErrorKind::Io { source, .. } => {
+                    source.to_string()
+                }
+                _ => r.to_string(),
+            },
             other => other.to_string(),
         };
         format!("cannot read the manifest {}: {why} ({})", show(path), e.code())

@@ -10,7 +10,7 @@ use sipllm_edit::write::BuildStats;
 use sipllm_edit::{InPlaceError, InputError};
 use sipllm_gguf::writer::PADDING_KEY;
 use sipllm_gguf::writer::Value;
-use sipllm_streaming::StreamError;
+use sipllm_streaming::StreamErrorKind;
 
 use crate::render::escape::{self, Style};
 use crate::render::value::group;
@@ -262,7 +262,9 @@ pub fn edit_error(e: &EditError, file: &str) {
 /// An in-place rewrite or recovery error.
 pub fn in_place_error(e: &InPlaceError, file: &str) {
     let message = match e {
-        InPlaceError::Read(r @ StreamError::Locked { .. }) => format!("{file}: {r}"),
+        InPlaceError::Read(r) if matches!(r.kind(), StreamErrorKind::Locked { .. }) => {
+            format!("{file}: {r}")
+        }
         other => other.to_string(),
     };
     print_error(&escape::message(&message), e.help(), file);
@@ -271,14 +273,15 @@ pub fn in_place_error(e: &InPlaceError, file: &str) {
 fn input_message(path: &std::path::Path, e: &InputError) -> String {
     let name = escape::str(&path.display().to_string()).into_owned();
     match e {
-        InputError::Read(StreamError::Open { source, .. })
-            if source.kind() == io::ErrorKind::IsADirectory =>
-        {
-            format!("{name}: is a directory, not a file")
-        }
-        InputError::Read(StreamError::Open { source, .. } | StreamError::Io { source, .. }) => {
-            format!("{name}: cannot read it: {source}")
-        }
+        InputError::Read(r) => match r.kind() {
+            StreamErrorKind::Open { source } if source.kind() == io::ErrorKind::IsADirectory => {
+                format!("{name}: is a directory, not a file")
+            }
+            StreamErrorKind::Open { source } | StreamErrorKind::Io { source, .. } => {
+                format!("{name}: cannot read it: {source}")
+            }
+            _ => e.to_string(),
+        },
         InputError::TooLarge { max, .. } => format!(
             "{name}: more than {} bytes (reading stopped there); a GGUF string may hold at most \
              {} bytes",

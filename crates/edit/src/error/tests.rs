@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::input::InputError;
-use sipllm_streaming::FileKind;
+use sipllm_streaming::{FileKind, StreamErrorKind};
 
 fn boxed(e: impl Kind + 'static) -> Box<dyn Kind> {
     Box::new(e)
@@ -129,7 +129,10 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             boxed(InPlaceError::RestoredInvalid {
                 path: "m.gguf".into(),
                 backup: ".m.gguf.header-backup".into(),
-                source: Box::new(StreamError::TooShort { path: Some("m.gguf".into()), len: 0 }),
+                source: Box::new(StreamError::new(
+                    Some("m.gguf".into()),
+                    StreamErrorKind::TooShort { len: 0 },
+                )),
             }),
             "edit::in_place::restored_invalid",
         ),
@@ -258,7 +261,7 @@ fn in_place_errors_name_the_model_and_the_backup() {
     let invalid = InPlaceError::RestoredInvalid {
         path: model.clone(),
         backup,
-        source: Box::new(StreamError::TooShort { path: None, len: 0 }),
+        source: Box::new(StreamError::new(None, StreamErrorKind::TooShort { len: 0 })),
     };
     let chained = std::error::Error::source(&invalid).map(|s| s.to_string());
     assert!(chained.is_some_and(|s| s.contains("too short")));

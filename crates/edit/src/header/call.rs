@@ -14,7 +14,7 @@ use std::path::Path;
 
 use sipllm_gguf::{ParseOptions, Profile};
 use sipllm_streaming::lock::{self, ExclusiveLock};
-use sipllm_streaming::{GgufFile, Model, OpenOptions, StreamError};
+use sipllm_streaming::{GgufFile, Model, OpenOptions, StreamError, StreamErrorKind};
 
 use super::{
     Applied, Edit, EditError, EditErrors, Mode, Report, Rewritten, apply, plan_in_place,
@@ -97,7 +97,7 @@ pub enum InPlace {
 ///
 /// Every problem at once ([`EditErrors`]): [`EditError::Open`] (the file cannot be opened or
 /// parsed); [`EditError::InPlace`] with [`InPlaceError::Read`] of
-/// [`StreamError::Locked`] (another process holds the file) or [`InPlaceError::Pending`];
+/// [`StreamErrorKind::Locked`] (another process holds the file) or [`InPlaceError::Pending`];
 /// [`EditError::NotGguf`]; then what [`rewrite_in_place`](super::rewrite_in_place) refuses
 /// (every edit that cannot apply, the fit errors) and [`EditError::InPlaceCheck`] (the model
 /// was rewritten: the error says how).
@@ -197,9 +197,9 @@ pub fn refuse_pending(model: &Path) -> Result<(), EditError> {
 /// An open error: another process's lock is the in-place protocol's refusal (with its help),
 /// anything else the read side's.
 fn open_error(e: StreamError) -> EditError {
-    match e {
-        e @ StreamError::Locked { .. } => InPlaceError::Read(e).into(),
-        e => EditError::Open(e),
+    match e.kind() {
+        StreamErrorKind::Locked { .. } => InPlaceError::Read(e).into(),
+        _ => EditError::Open(e),
     }
 }
 

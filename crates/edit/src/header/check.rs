@@ -24,7 +24,10 @@ pub const SAMPLE: u64 = 4096;
 pub fn source_reader(file: &File, path: &Path) -> Result<FileBacking, CheckError> {
     let read = |source| CheckError::Read { written: false, source };
     let clone = file.try_clone().map_err(|source| {
-        read(sipllm_streaming::StreamError::Open { path: path.to_path_buf(), source })
+        read(sipllm_streaming::StreamError::at(
+            path.to_path_buf(),
+            sipllm_streaming::StreamErrorKind::Open { source },
+        ))
     })?;
     FileBacking::from_file(clone, path, Backend::Pread).map_err(read)
 }
@@ -46,7 +49,10 @@ pub fn check_written(
 ) -> Result<(), CheckError> {
     let reopen = || {
         let file = tmp.file().try_clone().map_err(|source| {
-            sipllm_streaming::StreamError::Open { path: tmp.dest().to_path_buf(), source }
+            sipllm_streaming::StreamError::at(
+                tmp.dest().to_path_buf(),
+                sipllm_streaming::StreamErrorKind::Open { source },
+            )
         })?;
         let backing = FileBacking::from_file(file, tmp.dest(), Backend::Pread)?;
         GgufFile::from_backing(backing, &OpenOptions::default())
@@ -130,9 +136,11 @@ pub fn check_in_place(
     file: &File,
 ) -> Result<(), CheckError> {
     let reopen = || {
-        let clone = file.try_clone().map_err(|source| sipllm_streaming::StreamError::Open {
-            path: path.to_path_buf(),
-            source,
+        let clone = file.try_clone().map_err(|source| {
+            sipllm_streaming::StreamError::at(
+                path.to_path_buf(),
+                sipllm_streaming::StreamErrorKind::Open { source },
+            )
         })?;
         GgufFile::from_backing(
             FileBacking::from_file(clone, path, Backend::Pread)?,

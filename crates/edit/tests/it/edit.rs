@@ -12,7 +12,7 @@ use sipllm_edit::header::{
 use sipllm_edit::{HeaderBackup, InPlaceError};
 use sipllm_gguf::writer::Value;
 use sipllm_gguf::{GgmlType, ValueType};
-use sipllm_streaming::StreamError;
+use sipllm_streaming::StreamErrorKind;
 use sipllm_streaming::lock::open_locked;
 use sipllm_testkit::{GgufBuilder, Tensor, Value as B};
 
@@ -80,7 +80,10 @@ fn in_place_takes_the_exclusive_lock() {
         assert_eq!(errors.0.len(), 1, "{errors}");
         match &errors.0[0] {
             EditError::InPlace(e) => {
-                assert!(matches!(**e, InPlaceError::Read(StreamError::Locked { .. })), "{e:?}")
+                assert!(
+                    matches!(&**e, InPlaceError::Read(r) if matches!(r.kind(), StreamErrorKind::Locked { .. })),
+                    "{e:?}"
+                )
             }
             other => panic!("{other:?}"),
         }
@@ -191,7 +194,10 @@ fn out_of_place_writes_checks_and_types_its_errors() {
     let missing = dir.join("missing.gguf");
     let errors = edit_out_of_place(Input::Path(&missing), &out, set_name("x"), &opts, &mut none)
         .unwrap_err();
-    assert!(matches!(errors.0[..], [EditError::Open(StreamError::Open { .. })]), "{errors}");
+    assert!(
+        matches!(&errors.0[..], [EditError::Open(e)] if matches!(e.kind(), StreamErrorKind::Open { .. })),
+        "{errors}"
+    );
     let llmw = dir.join("m.llmw");
     let mut w = sipllm_llmw::LlmwWriter::new();
     w.add_meta_i64("a", 1).unwrap();

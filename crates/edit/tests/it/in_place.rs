@@ -16,7 +16,7 @@ use sipllm_edit::in_place::{
 use sipllm_edit::{InPlaceError, rewrite_header_in_place, rewrite_header_locked};
 use sipllm_gguf::{GgmlType, Limits};
 use sipllm_streaming::lock::ExclusiveLock;
-use sipllm_streaming::{GgufFile, OpenOptions, StreamError};
+use sipllm_streaming::{GgufFile, OpenOptions, StreamErrorKind};
 use sipllm_testkit::{GgufBuilder, Value};
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -424,7 +424,9 @@ fn concurrent_editors_one_wins_and_the_other_is_refused() {
     let lock = ExclusiveLock::try_new(&a, &path).unwrap();
     let e = rewrite_header_in_place(&b, &path, old, &b_new).unwrap_err();
     assert_eq!(e.code(), "streaming::lock::busy", "{e}");
-    assert!(matches!(e, InPlaceError::Read(StreamError::Locked { exclusive: true, .. })));
+    assert!(
+        matches!(&e, InPlaceError::Read(r) if matches!(r.kind(), StreamErrorKind::Locked { exclusive: true, .. }))
+    );
     assert!(e.to_string().contains("in use by another process"), "{e}");
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
     assert_eq!(dir_entries(&dir), ["m.gguf"], "no backup of B's");
@@ -462,7 +464,7 @@ fn readers_wait_for_the_writer_and_the_writer_refuses_readers() {
     let probe = File::open(&path).unwrap();
     let e =
         sipllm_streaming::lock::lock_shared(&probe, &path, std::time::Duration::ZERO).unwrap_err();
-    assert!(matches!(e, StreamError::Locked { exclusive: false, .. }), "{e:?}");
+    assert!(matches!(e.kind(), StreamErrorKind::Locked { exclusive: false, .. }), "{e:?}");
     drop(probe);
     // A reader that opens meanwhile waits for the writer, and sees the whole new header.
     let opener = {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use sipllm_gguf::GgmlType;
 use sipllm_remote::test_server::{Body, ServerOptions, TestServer};
 use sipllm_remote::{HttpOptions, RemoteModel, RemoteUrl, open_model, open_url};
-use sipllm_streaming::{Kind, MemSource, Model, OpenOptions, StreamError, WeightSource};
+use sipllm_streaming::{Kind, MemSource, Model, OpenOptions, StreamErrorKind, WeightSource};
 use sipllm_testkit::{GgufBuilder, Value};
 
 /// A model whose tensors lie past the 2 MiB first block: a 4 MiB pad, two adjacent 1 MiB
@@ -148,7 +148,7 @@ fn open_url_opens_what_open_model_opens_and_names_a_bad_url() {
     let e =
         open_url("hf://owner-only?token=secret", &HttpOptions::default(), &OpenOptions::default())
             .unwrap_err();
-    assert!(matches!(e, StreamError::Open { .. }), "{e:?}");
+    assert!(matches!(e.kind(), StreamErrorKind::Open { .. }), "{e:?}");
     let r = sipllm_remote::RemoteError::find_in(&e).unwrap();
     assert_eq!(r.code(), "remote::url::bad_url");
     assert!(!format!("{e} {r}").contains("secret"), "{e} {r}");

@@ -1,21 +1,21 @@
 //! The read side's one error type.
 //!
-//! [`StreamError`] keeps a parser error intact ([`StreamError::Parse`] holds the
-//! [`sipllm_gguf::Error`], [`StreamError::ParseLlmw`] the [`sipllm_llmw::Error`], each with its
-//! offset, logical path, code and help) and adds what only an I/O layer knows: the file path,
-//! the offset and length of a failed read, how many bytes were missing at the end of the file,
-//! which format magic was found. What a request named wrongly is a [`TensorError`] (a tensor
-//! read) or a [`MetaError`] (a metadata key); what is wrong with a split set is a
-//! [`SplitSetError`]. Every variant has a stable code (`stream::<area>::<name>`; a parse error
-//! keeps the parser's `gguf::…` or `llmw::…` code) and a `&'static str` help text, through the
-//! [`Kind`] trait the parsers' findings implement too. Writing has its own errors, in the
-//! write-side crate (`sipllm-edit`).
+//! [`StreamError`] is the location once — the file, when the source has a name — around a
+//! [`StreamErrorKind`], what went wrong. A kind keeps a parser error intact
+//! ([`StreamErrorKind::Parse`] holds the [`sipllm_gguf::Error`], [`StreamErrorKind::ParseLlmw`]
+//! the [`sipllm_llmw::Error`], each with its offset, logical path, code and help) and adds what
+//! only an I/O layer knows: the offset and length of a failed read, how many bytes were missing
+//! at the end of the file, which format magic was found. What a request named wrongly is a
+//! [`TensorError`] (a tensor read) or a [`MetaError`] (a metadata key); what is wrong with a
+//! split set is a [`SplitSetError`]. Every kind has a stable code (`streaming::<area>::<name>`;
+//! a parse error keeps the parser's `gguf::…` or `llmw::…` code) and a `&'static str` help
+//! text, through the [`Kind`] trait the parsers' findings implement too. Writing has its own
+//! errors, in the write-side crate (`sipllm-edit`).
 //!
 //! `Display` says **what** went wrong; **where** is context: [`StreamError::path`] (the file
 //! the error is about is never repeated in the message; other files it involves, such as the
 //! shard a value was compared with, are named) and [`StreamError::offset`]. A caller that only
 //! prints gets both from [`StreamError::located`]; the CLI renders them around the message.
-
 //!
 //! One file per error type: this one (the source's), `tensor.rs`, `meta.rs`, `split.rs`.
 
@@ -38,15 +38,29 @@ use sipllm_format::{Kind, group};
 use crate::bounds::ShortRead;
 
 /// Everything that can go wrong opening a weight source, reading from it, or reading its
-/// metadata.
+/// metadata: where — the file, once ([`path`](Self::path)), and the byte
+/// ([`offset`](Self::offset)) — around what ([`kind`](Self::kind)).
+///
+/// One pointer wide: a `Result<T, StreamError>` costs its callers no more than a `T`'s
+/// worth of moves, however large a kind grows.
+#[derive(Debug)]
+pub struct StreamError(Box<Inner>);
+
+/// The file and the kind, behind [`StreamError`]'s one pointer.
+#[derive(Debug)]
+struct Inner {
+    path: Option<PathBuf>,
+    kind: StreamErrorKind,
+}
+
+/// What went wrong opening a weight source, reading from it, or reading its metadata; the
+/// file it happened to is the [`StreamError`] around it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum StreamError {
+pub enum StreamErrorKind {
     /// The file could not be opened (or its size read, or mapped).
     #[error("cannot open: {source}")]
     Open {
-        /// The file.
-        path: PathBuf,
         /// The operating system's error.
         source: io::Error,
     },
@@ -54,16 +68,12 @@ pub enum StreamError {
     /// forever (a FIFO without a writer) and it has no size to bounds-check against.
     #[error("cannot open: it is {kind}, not a regular file")]
     NotAFile {
-        /// The path.
-        path: PathBuf,
         /// What it is.
         kind: FileKind,
     },
     /// A read failed with an I/O error.
     #[error("I/O error reading {len} bytes at offset {offset}: {source}")]
     Io {
-        /// The file, when the source is a file.
-        path: Option<PathBuf>,
         /// Absolute offset of the read.
         offset: u64,
         /// Bytes requested.
@@ -82,8 +92,6 @@ pub enum StreamError {
         group(offset.saturating_add(len.saturating_sub(*missing)))
     )]
     UnexpectedEof {
-        /// The file, when the source is a file.
-        path: Option<PathBuf>,
         /// Absolute offset of the read.
         offset: u64,
         /// Bytes requested.
@@ -96,8 +104,6 @@ pub enum StreamError {
     /// output.
     #[error("cannot write the local copy (a temporary file) at offset {offset}: {source}")]
     Spool {
-        /// The temporary file.
-        path: PathBuf,
         /// Offset of the failed write (0 for its creation).
         offset: u64,
         /// The operating system's error.
@@ -106,8 +112,6 @@ pub enum StreamError {
     /// The GGUF header or tensor directory is invalid: the parser's error, unchanged.
     #[error("{source}")]
     Parse {
-        /// The file, when the source is a file.
-        path: Option<PathBuf>,
         /// The parser's error (offset, logical path, code, help).
         source: sipllm_gguf::Error,
     },
@@ -115,8 +119,6 @@ pub enum StreamError {
     /// unchanged.
     #[error("{source}")]
     ParseLlmw {
-        /// The file, when the source is a file.
-        path: Option<PathBuf>,
         /// The parser's error (offset, logical path, code, help).
         source: sipllm_llmw::Error,
     },
@@ -128,8 +130,6 @@ pub enum StreamError {
         found.escape_ascii()
     )]
     UnknownMagic {
-        /// The file, when the source is a file.
-        path: Option<PathBuf>,
         /// The 4 bytes found at offset 0.
         found: [u8; 4],
     },
@@ -140,8 +140,6 @@ pub enum StreamError {
         if *len == 1 { "" } else { "s" }
     )]
     TooShort {
-        /// The file, when the source is a file.
-        path: Option<PathBuf>,
         /// Its length in bytes (0 to 3).
         len: u64,
     },
@@ -153,8 +151,6 @@ pub enum StreamError {
         group(*file_size)
     )]
     OutOfBounds {
-        /// The file, when the source is a file.
-        path: Option<PathBuf>,
         /// Absolute offset requested.
         offset: u64,
         /// Bytes requested.
@@ -170,8 +166,6 @@ pub enum StreamError {
         group(*file_size)
     )]
     TensorOutOfBounds {
-        /// The file, when the source is a file.
-        path: Option<PathBuf>,
         /// The first tensor (in directory order) that does not fit.
         tensor: String,
         /// Its absolute offset.
@@ -192,8 +186,6 @@ pub enum StreamError {
     /// Another process holds an advisory lock on the file ([`crate::lock`]).
     #[error("{}", locked(*exclusive, *wait))]
     Locked {
-        /// The file.
-        path: PathBuf,
         /// True when an exclusive lock was wanted (the in-place writer), false for a reader.
         exclusive: bool,
         /// How long a reader waited ([`READ_WAIT`](crate::lock::READ_WAIT)); zero for the
@@ -261,99 +253,164 @@ fn magic_help(found: &[u8; 4]) -> &'static str {
         ),
     }
 }
-impl Kind for StreamError {
+impl Kind for StreamErrorKind {
     fn code(&self) -> &'static str {
         match self {
-            StreamError::Open { .. } => "streaming::io::open",
-            StreamError::NotAFile { .. } => "streaming::open::not_a_file",
-            StreamError::Io { .. } => "streaming::io::read",
-            StreamError::UnexpectedEof { .. } => "streaming::io::unexpected_eof",
-            StreamError::Parse { source, .. } => source.code(),
-            StreamError::ParseLlmw { source, .. } => source.code(),
-            StreamError::UnknownMagic { .. } => "streaming::open::unknown_magic",
-            StreamError::TooShort { .. } => "streaming::open::too_short",
-            StreamError::OutOfBounds { .. } => "streaming::read::out_of_bounds",
-            StreamError::TensorOutOfBounds { .. } => "streaming::tensor::out_of_bounds",
-            StreamError::TooLarge { .. } => "streaming::memory::too_large",
-            StreamError::Locked { .. } => "streaming::lock::busy",
-            StreamError::Spool { .. } => "streaming::io::spool",
-            StreamError::Tensor(e) => e.code(),
-            StreamError::Meta(e) => e.code(),
-            StreamError::Split(e) => e.code(),
+            StreamErrorKind::Open { .. } => "streaming::io::open",
+            StreamErrorKind::NotAFile { .. } => "streaming::open::not_a_file",
+            StreamErrorKind::Io { .. } => "streaming::io::read",
+            StreamErrorKind::UnexpectedEof { .. } => "streaming::io::unexpected_eof",
+            StreamErrorKind::Parse { source, .. } => source.code(),
+            StreamErrorKind::ParseLlmw { source, .. } => source.code(),
+            StreamErrorKind::UnknownMagic { .. } => "streaming::open::unknown_magic",
+            StreamErrorKind::TooShort { .. } => "streaming::open::too_short",
+            StreamErrorKind::OutOfBounds { .. } => "streaming::read::out_of_bounds",
+            StreamErrorKind::TensorOutOfBounds { .. } => "streaming::tensor::out_of_bounds",
+            StreamErrorKind::TooLarge { .. } => "streaming::memory::too_large",
+            StreamErrorKind::Locked { .. } => "streaming::lock::busy",
+            StreamErrorKind::Spool { .. } => "streaming::io::spool",
+            StreamErrorKind::Tensor(e) => e.code(),
+            StreamErrorKind::Meta(e) => e.code(),
+            StreamErrorKind::Split(e) => e.code(),
         }
     }
 
     fn help(&self) -> &'static str {
         match self {
-            StreamError::Open { .. } => {
+            StreamErrorKind::Open { .. } => {
                 "check that the path exists, is a regular file and is readable."
             }
-            StreamError::NotAFile { .. } => {
+            StreamErrorKind::NotAFile { .. } => {
                 "model files are read by position, so they must be \
                 regular files: copy the stream or device into a file first (`cat SRC > \
                 m.gguf`)."
             }
-            StreamError::Io { .. } => {
+            StreamErrorKind::Io { .. } => {
                 "the storage reported an error: check the device, the \
                 network file system, or the permissions."
             }
-            StreamError::UnexpectedEof { .. } => {
+            StreamErrorKind::UnexpectedEof { .. } => {
                 "the file became shorter after it was opened \
                 (another process truncated or replaced it): reopen it, and copy models with a \
                 write-to-temporary-then-rename so readers never see a partial file."
             }
-            StreamError::Spool { .. } => {
+            StreamErrorKind::Spool { .. } => {
                 "the temporary directory (TMPDIR) must be writable and have room for the whole \
                  model; or give a local file."
             }
-            StreamError::Parse { source, .. } => source.help(),
-            StreamError::ParseLlmw { source, .. } => source.help(),
-            StreamError::UnknownMagic { found, .. } => magic_help(found),
-            StreamError::TooShort { .. } => {
+            StreamErrorKind::Parse { source, .. } => source.help(),
+            StreamErrorKind::ParseLlmw { source, .. } => source.help(),
+            StreamErrorKind::UnknownMagic { found, .. } => magic_help(found),
+            StreamErrorKind::TooShort { .. } => {
                 "the file is empty or cut off (an interrupted \
                 download or copy), or the path names the wrong file: fetch it again."
             }
-            StreamError::OutOfBounds { .. } => {
+            StreamErrorKind::OutOfBounds { .. } => {
                 "positional reads must lie inside the file; the \
                 offset or length was computed wrongly."
             }
-            StreamError::TensorOutOfBounds { .. } => {
+            StreamErrorKind::TensorOutOfBounds { .. } => {
                 "the file is shorter than its tensor \
                 directory says: it is truncated (an incomplete download or copy). Compare its \
                 size with the source."
             }
-            StreamError::TooLarge { .. } => {
+            StreamErrorKind::TooLarge { .. } => {
                 "the size exceeds this machine's address space or \
                 free memory; read the data in parts."
             }
-            StreamError::Locked { exclusive: true, .. } => {
+            StreamErrorKind::Locked { exclusive: true, .. } => {
                 "wait until the other command has \
                 finished (an engine or `sipllm verify` holding the file open keeps it locked for \
                 as long as it runs), then edit again; or use -o OUT, which never writes to the \
                 file."
             }
-            StreamError::Locked { exclusive: false, .. } => {
+            StreamErrorKind::Locked { exclusive: false, .. } => {
                 "an in-place edit holds the file for \
                 milliseconds; one that holds it longer is stuck (stopped?): end it, run `sipllm \
                 edit --recover FILE` if it left a header backup, and read again."
             }
-            StreamError::Tensor(e) => e.help(),
-            StreamError::Meta(e) => e.help(),
-            StreamError::Split(e) => e.help(),
+            StreamErrorKind::Tensor(e) => e.help(),
+            StreamErrorKind::Meta(e) => e.help(),
+            StreamErrorKind::Split(e) => e.help(),
         }
     }
 }
+impl Kind for StreamError {
+    fn code(&self) -> &'static str {
+        self.0.kind.code()
+    }
+
+    fn help(&self) -> &'static str {
+        self.0.kind.help()
+    }
+}
+impl std::fmt::Display for StreamError {
+    /// What went wrong; the file is context ([`path`](Self::path), [`located`](Self::located)).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.kind.fmt(f)
+    }
+}
+impl std::error::Error for StreamError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.kind.source()
+    }
+}
+impl From<StreamErrorKind> for StreamError {
+    /// An error about no file in particular (a request, a size), or one whose file is added
+    /// later ([`in_file`](StreamError::in_file)).
+    fn from(kind: StreamErrorKind) -> StreamError {
+        StreamError(Box::new(Inner { path: None, kind }))
+    }
+}
+macro_rules! from_area {
+    ($($area:ident),*) => {$(
+        impl From<$area> for StreamError {
+            fn from(e: $area) -> StreamError {
+                StreamErrorKind::from(e).into()
+            }
+        }
+    )*};
+}
+from_area!(TensorError, MetaError, SplitSetError);
 impl StreamError {
-    /// The stable code: `stream::<area>::<name>`, or the parser's `gguf::…` code for
-    /// [`StreamError::Parse`] and `llmw::…` code for [`StreamError::ParseLlmw`]. Codes are API
-    /// and never reused. (The same as [`Kind::code`], without importing the trait.)
+    /// `kind`, happening to the file at `path` (when the source is a file).
+    pub fn new(path: Option<PathBuf>, kind: StreamErrorKind) -> StreamError {
+        StreamError(Box::new(Inner { path, kind }))
+    }
+
+    /// `kind`, happening to the file at `path`.
+    pub fn at(path: impl Into<PathBuf>, kind: StreamErrorKind) -> StreamError {
+        StreamError(Box::new(Inner { path: Some(path.into()), kind }))
+    }
+
+    /// The same error, said of the file at `path` when it names none yet.
+    pub fn in_file(mut self, path: Option<&Path>) -> StreamError {
+        if self.0.path.is_none() {
+            self.0.path = path.map(Path::to_path_buf);
+        }
+        self
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &StreamErrorKind {
+        &self.0.kind
+    }
+
+    /// What went wrong, owned.
+    pub fn into_kind(self) -> StreamErrorKind {
+        self.0.kind
+    }
+
+    /// The stable code: `streaming::<area>::<name>`, or the parser's `gguf::…` code for
+    /// [`StreamErrorKind::Parse`] and `llmw::…` code for [`StreamErrorKind::ParseLlmw`]. Codes
+    /// are API and never reused. (The same as [`Kind::code`], without importing the trait.)
     pub fn code(&self) -> &'static str {
-        Kind::code(self)
+        self.0.kind.code()
     }
 
     /// What to check or change to fix the problem. (The same as [`Kind::help`].)
     pub fn help(&self) -> &'static str {
-        Kind::help(self)
+        self.0.kind.help()
     }
 
     /// `path: message` when the error names a file ([`path`](Self::path)), else the message:
@@ -362,92 +419,88 @@ impl StreamError {
         Located(self)
     }
 
-    /// The file the error concerns, when known.
+    /// The file the error concerns, when known: the one this error was raised for, or the
+    /// shard a split set's error is about.
     pub fn path(&self) -> Option<&Path> {
-        match self {
-            StreamError::Open { path, .. }
-            | StreamError::NotAFile { path, .. }
-            | StreamError::Locked { path, .. }
-            | StreamError::Spool { path, .. } => Some(path),
-            StreamError::Io { path, .. }
-            | StreamError::UnexpectedEof { path, .. }
-            | StreamError::Parse { path, .. }
-            | StreamError::ParseLlmw { path, .. }
-            | StreamError::UnknownMagic { path, .. }
-            | StreamError::TooShort { path, .. }
-            | StreamError::OutOfBounds { path, .. }
-            | StreamError::TensorOutOfBounds { path, .. } => path.as_deref(),
-            StreamError::Split(e) => e.path(),
-            StreamError::TooLarge { .. } | StreamError::Tensor(_) | StreamError::Meta(_) => None,
+        match (&self.0.path, &self.0.kind) {
+            (Some(path), _) => Some(path),
+            (None, StreamErrorKind::Split(e)) => e.path(),
+            (None, _) => None,
         }
     }
 
     /// The absolute byte offset the error concerns, when there is one.
     pub fn offset(&self) -> Option<u64> {
-        match self {
-            StreamError::Io { offset, .. }
-            | StreamError::Spool { offset, .. }
-            | StreamError::UnexpectedEof { offset, .. }
-            | StreamError::OutOfBounds { offset, .. }
-            | StreamError::TensorOutOfBounds { offset, .. }
-            | StreamError::Tensor(TensorError::NotInSource { offset, .. }) => Some(*offset),
-            StreamError::Parse { source, .. } => Some(source.offset()),
-            StreamError::ParseLlmw { source, .. } => Some(source.offset()),
-            StreamError::UnknownMagic { .. } => Some(0),
-            StreamError::TooShort { len, .. } => Some(*len),
-            // About a whole file, or a request: no byte of it is at fault.
-            StreamError::Open { .. }
-            | StreamError::NotAFile { .. }
-            | StreamError::TooLarge { .. }
-            | StreamError::Locked { .. }
-            | StreamError::Tensor(_)
-            | StreamError::Meta(_)
-            | StreamError::Split(_) => None,
-        }
+        self.0.kind.offset()
     }
 
-    /// The GGUF parser's error, for [`StreamError::Parse`].
+    /// The GGUF parser's error, for [`StreamErrorKind::Parse`].
     pub fn parse_error(&self) -> Option<&sipllm_gguf::Error> {
-        // One variant holds a GGUF parser's error.
-        if let StreamError::Parse { source, .. } = self { Some(source) } else { None }
+        // One kind holds a GGUF parser's error.
+        if let StreamErrorKind::Parse { source } = &self.0.kind { Some(source) } else { None }
     }
 
-    /// The `.llmw` parser's error, for [`StreamError::ParseLlmw`].
+    /// The `.llmw` parser's error, for [`StreamErrorKind::ParseLlmw`].
     pub fn llmw_error(&self) -> Option<&sipllm_llmw::Error> {
-        // One variant holds a `.llmw` parser's error.
-        if let StreamError::ParseLlmw { source, .. } = self { Some(source) } else { None }
+        // One kind holds a `.llmw` parser's error.
+        if let StreamErrorKind::ParseLlmw { source } = &self.0.kind { Some(source) } else { None }
     }
 
-    /// True when the error is a parser's verdict on the file's bytes ([`StreamError::Parse`],
-    /// [`StreamError::ParseLlmw`]), not I/O, a format mismatch, or a request.
+    /// True when the error is a parser's verdict on the file's bytes
+    /// ([`StreamErrorKind::Parse`], [`StreamErrorKind::ParseLlmw`]), not I/O, a format
+    /// mismatch, or a request.
     pub fn is_parse(&self) -> bool {
-        matches!(self, StreamError::Parse { .. } | StreamError::ParseLlmw { .. })
+        matches!(self.0.kind, StreamErrorKind::Parse { .. } | StreamErrorKind::ParseLlmw { .. })
     }
 
     /// Wraps a GGUF parser error.
     pub(crate) fn parse(path: Option<&Path>, source: sipllm_gguf::Error) -> StreamError {
-        StreamError::Parse { path: path.map(Path::to_path_buf), source }
+        StreamError::new(path.map(Path::to_path_buf), StreamErrorKind::Parse { source })
     }
 
     /// Wraps a `.llmw` parser error.
     pub(crate) fn parse_llmw(path: Option<&Path>, source: sipllm_llmw::Error) -> StreamError {
-        StreamError::ParseLlmw { path: path.map(Path::to_path_buf), source }
+        StreamError::new(path.map(Path::to_path_buf), StreamErrorKind::ParseLlmw { source })
     }
 
     /// Turns the I/O error of a read of `len` bytes at `offset` (of the file at `path`, if
-    /// any) into a `StreamError`: a [`ShortRead`] becomes [`StreamError::UnexpectedEof`],
-    /// anything else [`StreamError::Io`]. For every reader of a [`ReadAt`](crate::ReadAt),
-    /// this crate's and the write side's.
+    /// any) into a `StreamError`: a [`ShortRead`] becomes [`StreamErrorKind::UnexpectedEof`],
+    /// anything else [`StreamErrorKind::Io`]. For every reader of a
+    /// [`ReadAt`](crate::ReadAt), this crate's and the write side's.
     pub fn read(path: Option<&Path>, offset: u64, len: u64, err: io::Error) -> StreamError {
-        let path = path.map(Path::to_path_buf);
-        match ShortRead::from_io(&err) {
-            Some(short) => StreamError::UnexpectedEof {
-                path,
+        let kind = match ShortRead::from_io(&err) {
+            Some(short) => StreamErrorKind::UnexpectedEof {
                 offset: short.offset,
                 len: short.len,
                 missing: short.missing,
             },
-            None => StreamError::Io { path, offset, len, source: err },
+            None => StreamErrorKind::Io { offset, len, source: err },
+        };
+        StreamError::new(path.map(Path::to_path_buf), kind)
+    }
+}
+impl StreamErrorKind {
+    /// The absolute byte offset the error concerns, when there is one.
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            StreamErrorKind::Io { offset, .. }
+            | StreamErrorKind::Spool { offset, .. }
+            | StreamErrorKind::UnexpectedEof { offset, .. }
+            | StreamErrorKind::OutOfBounds { offset, .. }
+            | StreamErrorKind::TensorOutOfBounds { offset, .. }
+            | StreamErrorKind::Tensor(TensorError::NotInSource { offset, .. }) => Some(*offset),
+            StreamErrorKind::Parse { source } => Some(source.offset()),
+            StreamErrorKind::ParseLlmw { source } => Some(source.offset()),
+            StreamErrorKind::UnknownMagic { .. } => Some(0),
+            StreamErrorKind::TooShort { len } => Some(*len),
+            // About a whole file, or a request: no byte of it is at fault.
+            StreamErrorKind::Open { .. }
+            | StreamErrorKind::NotAFile { .. }
+            | StreamErrorKind::TooLarge { .. }
+            | StreamErrorKind::Locked { .. }
+            | StreamErrorKind::Tensor(_)
+            | StreamErrorKind::Meta(_)
+            | StreamErrorKind::Split(_) => None,
         }
     }
 }

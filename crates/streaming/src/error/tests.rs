@@ -9,17 +9,20 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
     let io = || io::Error::from(io::ErrorKind::PermissionDenied);
     let path = Some(PathBuf::from("m.gguf"));
     let cases = [
-        (StreamError::Open { path: "m.gguf".into(), source: io() }, "streaming::io::open"),
+        (StreamError::at("m.gguf", StreamErrorKind::Open { source: io() }), "streaming::io::open"),
         (
-            StreamError::Io { path: path.clone(), offset: 1, len: 2, source: io() },
+            StreamError::new(path.clone(), StreamErrorKind::Io { offset: 1, len: 2, source: io() }),
             "streaming::io::read",
         ),
         (
-            StreamError::UnexpectedEof { path: path.clone(), offset: 1, len: 8, missing: 3 },
+            StreamError::new(
+                path.clone(),
+                StreamErrorKind::UnexpectedEof { offset: 1, len: 8, missing: 3 },
+            ),
             "streaming::io::unexpected_eof",
         ),
         (
-            StreamError::Tensor(TensorError::SizeMismatch {
+            StreamError::from(TensorError::SizeMismatch {
                 tensor: "t".into(),
                 expected: 4,
                 got: 2,
@@ -27,37 +30,45 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             "streaming::read::size_mismatch",
         ),
         (
-            StreamError::OutOfBounds { path: None, offset: 9, len: 2, file_size: 10 },
+            StreamError::new(
+                None,
+                StreamErrorKind::OutOfBounds { offset: 9, len: 2, file_size: 10 },
+            ),
             "streaming::read::out_of_bounds",
         ),
         (
-            StreamError::TensorOutOfBounds {
-                path: path.clone(),
-                tensor: "t".into(),
-                offset: 8,
-                nbytes: 4,
-                file_size: 10,
-            },
+            StreamError::new(
+                path.clone(),
+                StreamErrorKind::TensorOutOfBounds {
+                    tensor: "t".into(),
+                    offset: 8,
+                    nbytes: 4,
+                    file_size: 10,
+                },
+            ),
             "streaming::tensor::out_of_bounds",
         ),
         (
-            StreamError::Tensor(TensorError::NotInSource { tensor: "t".into(), offset: 0 }),
+            StreamError::from(TensorError::NotInSource { tensor: "t".into(), offset: 0 }),
             "streaming::tensor::not_in_source",
         ),
         (
-            StreamError::Tensor(TensorError::UnknownSize {
+            StreamError::from(TensorError::UnknownSize {
                 tensor: "t".into(),
                 ggml_type: GgmlType::from_code(99),
             }),
             "streaming::tensor::unknown_size",
         ),
         (
-            StreamError::TooLarge { what: "tensor \"t\"".into(), bytes: u64::MAX },
+            StreamError::from(StreamErrorKind::TooLarge {
+                what: "tensor \"t\"".into(),
+                bytes: u64::MAX,
+            }),
             "streaming::memory::too_large",
         ),
-        (StreamError::Meta(MetaError::Missing { key: "k".into() }), "streaming::meta::missing"),
+        (StreamError::from(MetaError::Missing { key: "k".into() }), "streaming::meta::missing"),
         (
-            StreamError::Meta(MetaError::Type {
+            StreamError::from(MetaError::Type {
                 key: "k".into(),
                 expected: "float",
                 actual: "integer",
@@ -65,7 +76,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             "streaming::meta::type_mismatch",
         ),
         (
-            StreamError::Meta(MetaError::Range {
+            StreamError::from(MetaError::Range {
                 key: "k".into(),
                 index: Some(3),
                 value: -1,
@@ -74,20 +85,23 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             "streaming::meta::out_of_range",
         ),
         (
-            StreamError::Meta(MetaError::Utf8 { key: "k".into(), index: None }),
+            StreamError::from(MetaError::Utf8 { key: "k".into(), index: None }),
             "streaming::meta::invalid_utf8",
         ),
         (
-            StreamError::UnknownMagic { path: path.clone(), found: *b"PK\x03\x04" },
+            StreamError::new(path.clone(), StreamErrorKind::UnknownMagic { found: *b"PK\x03\x04" }),
             "streaming::open::unknown_magic",
         ),
-        (StreamError::TooShort { path: path.clone(), len: 3 }, "streaming::open::too_short"),
         (
-            StreamError::Spool { path: "/tmp/x".into(), offset: 0, source: io() },
+            StreamError::new(path.clone(), StreamErrorKind::TooShort { len: 3 }),
+            "streaming::open::too_short",
+        ),
+        (
+            StreamError::at("/tmp/x", StreamErrorKind::Spool { offset: 0, source: io() }),
             "streaming::io::spool",
         ),
         (
-            StreamError::Split(SplitSetError::MissingShard {
+            StreamError::from(SplitSetError::MissingShard {
                 set: "m-00001-of-00003.gguf".into(),
                 missing: Some("m-00002-of-00003.gguf".into()),
                 split_no: 1,
@@ -96,7 +110,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             "streaming::split::missing_shard",
         ),
         (
-            StreamError::Split(SplitSetError::NameMismatch {
+            StreamError::from(SplitSetError::NameMismatch {
                 path: "m-00003-of-00003.gguf".into(),
                 name_number: 3,
                 name_count: 3,
@@ -106,7 +120,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             "streaming::split::name_mismatch",
         ),
         (
-            StreamError::Split(SplitSetError::BadName {
+            StreamError::from(SplitSetError::BadName {
                 path: "m.gguf".into(),
                 split_no: 0,
                 count: 3,
@@ -114,7 +128,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             "streaming::split::bad_name",
         ),
         (
-            StreamError::Split(SplitSetError::KeyMismatch {
+            StreamError::from(SplitSetError::KeyMismatch {
                 path: path.clone(),
                 key: "split.count",
                 expected: 3,
@@ -124,7 +138,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             "streaming::split::key_mismatch",
         ),
         (
-            StreamError::Split(SplitSetError::KeyType {
+            StreamError::from(SplitSetError::KeyType {
                 path: path.clone(),
                 key: "split.no",
                 expected: "UINT16",
@@ -133,11 +147,11 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             "streaming::split::key_type",
         ),
         (
-            StreamError::Split(SplitSetError::KeyMissing { path: path.clone(), key: "split.no" }),
+            StreamError::from(SplitSetError::KeyMissing { path: path.clone(), key: "split.no" }),
             "streaming::split::key_missing",
         ),
         (
-            StreamError::Split(SplitSetError::BadIndex {
+            StreamError::from(SplitSetError::BadIndex {
                 path: path.clone(),
                 split_no: 3,
                 count: 3,
@@ -145,7 +159,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             "streaming::split::bad_index",
         ),
         (
-            StreamError::Split(SplitSetError::DuplicateShard {
+            StreamError::from(SplitSetError::DuplicateShard {
                 first: None,
                 second: None,
                 split_no: 0,
@@ -153,7 +167,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             "streaming::split::duplicate_shard",
         ),
         (
-            StreamError::Split(SplitSetError::DuplicateTensor {
+            StreamError::from(SplitSetError::DuplicateTensor {
                 tensor: "t".into(),
                 first: path.clone(),
                 second: Some("n.gguf".into()),
@@ -161,7 +175,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             "streaming::split::duplicate_tensor",
         ),
         (
-            StreamError::Split(SplitSetError::TensorCount {
+            StreamError::from(SplitSetError::TensorCount {
                 path: path.clone(),
                 declared: 6,
                 found: 5,
@@ -170,19 +184,22 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             "streaming::split::tensor_count",
         ),
         (
-            StreamError::Split(SplitSetError::NotASet { path: None, count: None }),
+            StreamError::from(SplitSetError::NotASet { path: None, count: None }),
             "streaming::split::not_a_set",
         ),
         (
-            StreamError::NotAFile { path: "m.gguf".into(), kind: FileKind::Fifo },
+            StreamError::at("m.gguf", StreamErrorKind::NotAFile { kind: FileKind::Fifo }),
             "streaming::open::not_a_file",
         ),
         (
-            StreamError::Locked { path: "m.gguf".into(), exclusive: true, wait: Duration::ZERO },
+            StreamError::at(
+                "m.gguf",
+                StreamErrorKind::Locked { exclusive: true, wait: Duration::ZERO },
+            ),
             "streaming::lock::busy",
         ),
         (
-            StreamError::Split(SplitSetError::EndianMismatch {
+            StreamError::from(SplitSetError::EndianMismatch {
                 path: Some("m-00002-of-00002.gguf".into()),
                 expected: sipllm_gguf::Endian::Little,
                 found: sipllm_gguf::Endian::Big,
@@ -191,7 +208,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             "streaming::split::endian_mismatch",
         ),
         (
-            StreamError::Split(SplitSetError::TooManyFiles {
+            StreamError::from(SplitSetError::TooManyFiles {
                 set: "m-00001-of-04000.gguf".into(),
                 count: 4000,
                 limit: 1024,
@@ -199,14 +216,14 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             "streaming::split::too_many_files",
         ),
         (
-            StreamError::Tensor(TensorError::Dequant {
+            StreamError::from(TensorError::Dequant {
                 tensor: "t".into(),
                 source: sipllm_quants::DequantError::UnsupportedType { ty: GgmlType::I8 },
             }),
             "quants::dequant::unsupported_type",
         ),
         (
-            StreamError::Tensor(TensorError::ElementRange {
+            StreamError::from(TensorError::ElementRange {
                 tensor: "t".into(),
                 start: 4,
                 end: 2,
@@ -216,7 +233,7 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             "streaming::values::element_range",
         ),
         (
-            StreamError::Tensor(TensorError::Missing { name: "t".into() }),
+            StreamError::from(TensorError::Missing { name: "t".into() }),
             "streaming::tensor::missing",
         ),
     ];
@@ -276,7 +293,10 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
 
 #[test]
 fn unknown_magic_shows_hex_ascii_and_the_supported_magics() {
-    let e = StreamError::UnknownMagic { path: Some("m.llmw".into()), found: *b"PK\x03\x04" };
+    let e = StreamError::new(
+        Some("m.llmw".into()),
+        StreamErrorKind::UnknownMagic { found: *b"PK\x03\x04" },
+    );
     assert_eq!(
         e.located().to_string(),
         "m.llmw: not a model file: it starts with 50 4B 03 04 (\"PK\\x03\\x04\"), but a GGUF \
@@ -288,9 +308,10 @@ fn unknown_magic_shows_hex_ascii_and_the_supported_magics() {
     assert!(help.starts_with("supported formats: GGUF (\"GGUF\"), .llmw (\"LLMW\")."), "{help}");
     assert!(help.contains("zip archive"), "{help}");
 
-    let lfs = StreamError::UnknownMagic { path: None, found: *b"vers" };
+    let lfs = StreamError::new(None, StreamErrorKind::UnknownMagic { found: *b"vers" });
     assert!(lfs.help().contains("git lfs pull"), "{}", lfs.help());
-    let binary = StreamError::UnknownMagic { path: None, found: [0, 0xff, b'"', b'\\'] };
+    let binary =
+        StreamError::new(None, StreamErrorKind::UnknownMagic { found: [0, 0xff, b'"', b'\\'] });
     assert!(
         binary.to_string().starts_with(
             "not a model file: it starts with 00 FF 22 5C (\"\\x00\\xff\\\"\\\\\"), but"
@@ -302,7 +323,7 @@ fn unknown_magic_shows_hex_ascii_and_the_supported_magics() {
 
 #[test]
 fn too_short_says_how_long_the_file_is() {
-    let e = StreamError::TooShort { path: Some("empty.gguf".into()), len: 0 };
+    let e = StreamError::new(Some("empty.gguf".into()), StreamErrorKind::TooShort { len: 0 });
     assert_eq!(e.to_string().strip_prefix("empty.gguf"), None, "the path is context");
     assert_eq!(
         e.located().to_string(),
@@ -310,7 +331,7 @@ fn too_short_says_how_long_the_file_is() {
          4-byte magic (\"GGUF\" or \"LLMW\")"
     );
     assert_eq!(e.offset(), Some(0));
-    let one = StreamError::TooShort { path: None, len: 1 };
+    let one = StreamError::new(None, StreamErrorKind::TooShort { len: 1 });
     assert!(one.to_string().starts_with("the file has 1 byte: "), "{one}");
     assert!(one.help().contains("cut off"));
 }
@@ -337,7 +358,10 @@ fn llmw_parse_errors_are_kept_intact() {
 fn read_errors_recover_the_short_read() {
     let short = ShortRead { offset: 100, len: 10, missing: 4 }.into_io();
     let e = StreamError::read(Some(Path::new("f")), 100, 10, short);
-    assert!(matches!(e, StreamError::UnexpectedEof { offset: 100, len: 10, missing: 4, .. }));
+    assert!(matches!(
+        e.kind(),
+        StreamErrorKind::UnexpectedEof { offset: 100, len: 10, missing: 4, .. }
+    ));
     let other = io::Error::from(io::ErrorKind::UnexpectedEof);
     let e = StreamError::read(None, 5, 6, other);
     assert_eq!(e.code(), "streaming::io::read", "an EOF without a ShortRead stays an I/O error");

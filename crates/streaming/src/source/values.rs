@@ -8,7 +8,7 @@ use sipllm_gguf::{Endian, GgmlType};
 use sipllm_quants::{DequantError, Values};
 
 use super::{SourceTensor, WeightSource};
-use crate::error::{StreamError, TensorError};
+use crate::error::{StreamError, StreamErrorKind, TensorError};
 
 /// The most raw bytes a values read holds at once (a whole number of blocks at most this
 /// long). 16 MiB keeps a read's working set small while each chunk's values are at least
@@ -18,7 +18,7 @@ use crate::error::{StreamError, TensorError};
 pub const VALUES_CHUNK_BYTES: usize = 16 << 20;
 
 fn dequant(tensor: &SourceTensor, source: DequantError) -> StreamError {
-    StreamError::Tensor(TensorError::Dequant { tensor: tensor.name.clone(), source })
+    StreamError::from(TensorError::Dequant { tensor: tensor.name.clone(), source })
 }
 
 /// `(elements, bytes)` per block of the tensor's type, or why it has no values.
@@ -56,9 +56,11 @@ pub(crate) fn read_f32<S: WeightSource + ?Sized>(
 ) -> Result<Values, StreamError> {
     layout(tensor)?;
     let count = element_count(tensor)?;
-    let too_large = || StreamError::TooLarge {
-        what: format!("the values of tensor {:?}", tensor.name),
-        bytes: count.saturating_mul(4),
+    let too_large = || {
+        StreamError::from(StreamErrorKind::TooLarge {
+            what: format!("the values of tensor {:?}", tensor.name),
+            bytes: count.saturating_mul(4),
+        })
     };
     let len = usize::try_from(count).map_err(|_| too_large())?;
     // Zeros nothing touches before the dequantization writes them (a mapping of huge pages
@@ -69,9 +71,11 @@ pub(crate) fn read_f32<S: WeightSource + ?Sized>(
 }
 
 fn element_count(tensor: &SourceTensor) -> Result<u64, StreamError> {
-    tensor.element_count().ok_or_else(|| StreamError::TooLarge {
-        what: format!("the values of tensor {:?}", tensor.name),
-        bytes: u64::MAX,
+    tensor.element_count().ok_or_else(|| {
+        StreamError::from(StreamErrorKind::TooLarge {
+            what: format!("the values of tensor {:?}", tensor.name),
+            bytes: u64::MAX,
+        })
     })
 }
 
@@ -105,7 +109,7 @@ pub(crate) fn read_f32_at<S: WeightSource + ?Sized>(
     let (bn, bb) = layout(tensor)?;
     let count = element_count(tensor)?;
     let bad = || {
-        StreamError::Tensor(TensorError::ElementRange {
+        StreamError::from(TensorError::ElementRange {
             tensor: tensor.name.clone(),
             start: range.start,
             end: range.end,
@@ -146,10 +150,12 @@ pub(crate) fn read_f32_at<S: WeightSource + ?Sized>(
     while block < end_block {
         let k = per_chunk.min(end_block - block);
         let bytes = &mut raw[..(k * bb) as usize];
-        let offset = tensor
-            .abs_offset
-            .checked_add(block * bb)
-            .ok_or_else(|| StreamError::TooLarge { what: "an offset".into(), bytes: u64::MAX })?;
+        let offset = tensor.abs_offset.checked_add(block * bb).ok_or_else(|| {
+            StreamError::from(StreamErrorKind::TooLarge {
+                what: "an offset".into(),
+                bytes: u64::MAX,
+            })
+        })?;
         src.read_raw_at(offset, bytes)?;
         to_little_endian(src.endian(), tensor.ggml_type, bytes);
         // Element range of this chunk, clipped to the request.

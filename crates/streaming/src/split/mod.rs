@@ -68,7 +68,7 @@ impl SplitKeys {
         path: Option<&Path>,
     ) -> Result<SplitKeys, StreamError> {
         let wrong = |key: &'static str, expected: ValueType, found: ValueType| {
-            StreamError::Split(SplitSetError::KeyType {
+            StreamError::from(SplitSetError::KeyType {
                 path: path.map(Path::to_path_buf),
                 key,
                 expected: expected.name(),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use sipllm_format::NameIndex;
 
 use crate::MetaStr;
-use crate::error::{SplitSetError, StreamError, TensorError};
+use crate::error::{SplitSetError, StreamError, StreamErrorKind, TensorError};
 use crate::gguf_file::GgufFile;
 use crate::meta::Meta;
 #[cfg(feature = "file")]
@@ -102,8 +102,7 @@ impl Opened {
 
     /// `split.no` and `split.count`, which every shard must have.
     fn no_and_count(&self) -> Result<(u16, u16), StreamError> {
-        let missing =
-            |key| StreamError::Split(SplitSetError::KeyMissing { path: self.path(), key });
+        let missing = |key| StreamError::from(SplitSetError::KeyMissing { path: self.path(), key });
         let no = self.keys.no.ok_or_else(|| missing(KEY_NO))?;
         let count = self.keys.count.ok_or_else(|| missing(KEY_COUNT))?;
         Ok((no, count))
@@ -122,7 +121,7 @@ impl SplitFile {
         let path = path.as_ref();
         let opened = Opened::open(path, options)?;
         if !opened.keys.is_set() {
-            return Err(StreamError::Split(SplitSetError::NotASet {
+            return Err(StreamError::from(SplitSetError::NotASet {
                 path: Some(path.to_path_buf()),
                 count: opened.keys.count,
             }));
@@ -146,14 +145,14 @@ impl SplitFile {
         let (no, count) = given.no_and_count()?;
         check_index(&given, no, count)?;
         let Some(name) = ShardName::parse(path) else {
-            return Err(StreamError::Split(SplitSetError::BadName {
+            return Err(StreamError::from(SplitSetError::BadName {
                 path: path.to_path_buf(),
                 split_no: no,
                 count,
             }));
         };
         if name.number != u64::from(no) + 1 || name.count != u64::from(count) {
-            return Err(StreamError::Split(SplitSetError::NameMismatch {
+            return Err(StreamError::from(SplitSetError::NameMismatch {
                 path: path.to_path_buf(),
                 name_number: name.number,
                 name_count: name.count,
@@ -174,10 +173,11 @@ impl SplitFile {
             let shard_path = name.path_of(u64::from(i));
             let opened = match Opened::open(&shard_path, options) {
                 Ok(o) => o,
-                Err(StreamError::Open { source, .. })
-                    if source.kind() == io::ErrorKind::NotFound =>
+                Err(e)
+                    if matches!(e.kind(), StreamErrorKind::Open { source }
+                        if source.kind() == io::ErrorKind::NotFound) =>
                 {
-                    return Err(StreamError::Split(SplitSetError::MissingShard {
+                    return Err(StreamError::from(SplitSetError::MissingShard {
                         set: path.to_path_buf(),
                         missing: Some(shard_path),
                         split_no: i,
@@ -189,7 +189,7 @@ impl SplitFile {
             let (shard_no, shard_count) = opened.no_and_count()?;
             check_index(&opened, shard_no, shard_count)?;
             if shard_count != count {
-                return Err(StreamError::Split(SplitSetError::KeyMismatch {
+                return Err(StreamError::from(SplitSetError::KeyMismatch {
                     path: Some(shard_path),
                     key: KEY_COUNT,
                     expected: count.into(),
@@ -198,7 +198,7 @@ impl SplitFile {
                 }));
             }
             if shard_no != i {
-                return Err(StreamError::Split(SplitSetError::NameMismatch {
+                return Err(StreamError::from(SplitSetError::NameMismatch {
                     path: shard_path,
                     name_number: u64::from(i) + 1,
                     name_count: u64::from(count),
@@ -234,12 +234,12 @@ impl SplitFile {
     pub fn from_files(files: Vec<GgufFile>) -> Result<SplitFile, StreamError> {
         let mut opened = files.into_iter().map(Opened::new).collect::<Result<Vec<_>, _>>()?;
         let Some(first) = opened.first() else {
-            return Err(StreamError::Split(SplitSetError::NotASet { path: None, count: None }));
+            return Err(StreamError::from(SplitSetError::NotASet { path: None, count: None }));
         };
         let reference = first.path();
         let (_, count) = first.no_and_count()?;
         if count == 0 {
-            return Err(StreamError::Split(SplitSetError::NotASet {
+            return Err(StreamError::from(SplitSetError::NotASet {
                 path: reference,
                 count: Some(count),
             }));
@@ -248,7 +248,7 @@ impl SplitFile {
         for o in opened.drain(..) {
             let (no, c) = o.no_and_count()?;
             if c != count {
-                return Err(StreamError::Split(SplitSetError::KeyMismatch {
+                return Err(StreamError::from(SplitSetError::KeyMismatch {
                     path: o.path(),
                     key: KEY_COUNT,
                     expected: count.into(),
@@ -257,11 +257,11 @@ impl SplitFile {
                 }));
             }
             let bad_index = || {
-                StreamError::Split(SplitSetError::BadIndex { path: o.path(), split_no: no, count })
+                StreamError::from(SplitSetError::BadIndex { path: o.path(), split_no: no, count })
             };
             let slot = slots.get_mut(usize::from(no)).ok_or_else(bad_index)?;
             if let Some(earlier) = slot {
-                return Err(StreamError::Split(SplitSetError::DuplicateShard {
+                return Err(StreamError::from(SplitSetError::DuplicateShard {
                     first: earlier.path(),
                     second: o.path(),
                     split_no: no,
@@ -274,7 +274,7 @@ impl SplitFile {
             match slot {
                 Some(o) => shards.push(o),
                 None => {
-                    return Err(StreamError::Split(SplitSetError::MissingShard {
+                    return Err(StreamError::from(SplitSetError::MissingShard {
                         set: reference.unwrap_or_default(),
                         missing: None,
                         split_no: u16::try_from(i).unwrap_or(u16::MAX),
@@ -290,10 +290,10 @@ impl SplitFile {
     fn assemble(shards: Vec<Opened>) -> Result<SplitFile, StreamError> {
         let first = shards
             .first()
-            .ok_or(StreamError::Split(SplitSetError::NotASet { path: None, count: None }))?;
+            .ok_or(StreamError::from(SplitSetError::NotASet { path: None, count: None }))?;
         let first_path = first.path();
         let tensors_count = first.keys.tensors_count.ok_or_else(|| {
-            StreamError::Split(SplitSetError::KeyMissing {
+            StreamError::from(SplitSetError::KeyMissing {
                 path: first_path.clone(),
                 key: KEY_TENSORS_COUNT,
             })
@@ -302,7 +302,7 @@ impl SplitFile {
         for s in shards.iter().skip(1) {
             let found = s.file.gguf().endian();
             if found != endian {
-                return Err(StreamError::Split(SplitSetError::EndianMismatch {
+                return Err(StreamError::from(SplitSetError::EndianMismatch {
                     path: s.path(),
                     expected: endian,
                     found,
@@ -312,7 +312,7 @@ impl SplitFile {
             if let Some(n) = s.keys.tensors_count
                 && n != tensors_count
             {
-                return Err(StreamError::Split(SplitSetError::KeyMismatch {
+                return Err(StreamError::from(SplitSetError::KeyMismatch {
                     path: s.path(),
                     key: KEY_TENSORS_COUNT,
                     expected: tensors_count.into(),
@@ -323,7 +323,10 @@ impl SplitFile {
         }
         let total: usize = shards.iter().map(|s| s.file.tensors().len()).sum();
         if u32::try_from(total).is_err() || u32::try_from(shards.len()).is_err() {
-            return Err(StreamError::TooLarge { what: "tensor list".into(), bytes: total as u64 });
+            return Err(StreamError::from(StreamErrorKind::TooLarge {
+                what: "tensor list".into(),
+                bytes: total as u64,
+            }));
         }
         let mut tensors: Vec<SourceTensor> = Vec::with_capacity(total);
         let mut locs: Vec<(u32, u32)> = Vec::with_capacity(total);
@@ -343,7 +346,7 @@ impl SplitFile {
                         None => shard.path(),
                     };
                     let tensor = t.name.clone();
-                    return Err(StreamError::Split(SplitSetError::DuplicateTensor {
+                    return Err(StreamError::from(SplitSetError::DuplicateTensor {
                         tensor,
                         first,
                         second: shard.path(),
@@ -361,7 +364,7 @@ impl SplitFile {
             base = base.checked_add(size).ok_or_else(|| too_large(base))?;
         }
         if i64::from(tensors_count) != tensors.len() as i64 {
-            return Err(StreamError::Split(SplitSetError::TensorCount {
+            return Err(StreamError::from(SplitSetError::TensorCount {
                 path: first_path,
                 declared: tensors_count.into(),
                 found: tensors.len() as u64,
@@ -448,7 +451,7 @@ impl SplitFile {
     }
 
     fn not_in_source(tensor: &SourceTensor) -> StreamError {
-        StreamError::Tensor(TensorError::NotInSource {
+        StreamError::from(TensorError::NotInSource {
             tensor: tensor.name.clone(),
             offset: tensor.abs_offset,
         })
@@ -474,12 +477,10 @@ impl WeightSource for SplitFile {
     fn read_raw_at(&self, abs_offset: u64, dst: &mut [u8]) -> Result<(), StreamError> {
         let len = dst.len() as u64;
         if abs_offset.checked_add(len).is_none_or(|end| end > self.file_size) {
-            return Err(StreamError::OutOfBounds {
-                path: self.path().map(Path::to_path_buf),
-                offset: abs_offset,
-                len,
-                file_size: self.file_size,
-            });
+            return Err(StreamError::new(
+                self.path().map(Path::to_path_buf),
+                StreamErrorKind::OutOfBounds { offset: abs_offset, len, file_size: self.file_size },
+            ));
         }
         let mut pos = abs_offset;
         let mut rest = dst;
@@ -499,12 +500,10 @@ impl WeightSource for SplitFile {
         if !rest.is_empty() {
             // Unreachable with the bounds check above; kept so a logic error cannot return
             // unfilled bytes as data.
-            return Err(StreamError::OutOfBounds {
-                path: self.path().map(Path::to_path_buf),
-                offset: abs_offset,
-                len,
-                file_size: self.file_size,
-            });
+            return Err(StreamError::new(
+                self.path().map(Path::to_path_buf),
+                StreamErrorKind::OutOfBounds { offset: abs_offset, len, file_size: self.file_size },
+            ));
         }
         Ok(())
     }
@@ -584,7 +583,7 @@ fn ensure_open_files(set: &Path, count: u16) -> Result<(), StreamError> {
         }
         let now = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
         if now < needed {
-            return Err(StreamError::Split(SplitSetError::TooManyFiles {
+            return Err(StreamError::from(SplitSetError::TooManyFiles {
                 set: set.to_path_buf(),
                 count,
                 limit: now,
@@ -599,7 +598,7 @@ fn ensure_open_files(set: &Path, count: u16) -> Result<(), StreamError> {
 #[cfg(feature = "file")]
 fn check_index(o: &Opened, no: u16, count: u16) -> Result<(), StreamError> {
     if no >= count {
-        return Err(StreamError::Split(SplitSetError::BadIndex {
+        return Err(StreamError::from(SplitSetError::BadIndex {
             path: o.path(),
             split_no: no,
             count,
@@ -609,7 +608,10 @@ fn check_index(o: &Opened, no: u16, count: u16) -> Result<(), StreamError> {
 }
 
 fn too_large(base: u64) -> StreamError {
-    StreamError::TooLarge { what: "split set address space".into(), bytes: base }
+    StreamError::from(StreamErrorKind::TooLarge {
+        what: "split set address space".into(),
+        bytes: base,
+    })
 }
 
 fn name_of(tensors: &[SourceTensor], i: u32) -> &[u8] {

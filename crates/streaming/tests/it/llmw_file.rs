@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::common::{Instrumented, TempDir};
 use sipllm_edit::toy::{ToyConfig, ToyModel};
 use sipllm_streaming::{
-    Backend, LlmwFile, MemSource, Meta, OpenOptions, StreamError, WeightSource, open_model_from,
+    Backend, LlmwFile, MemSource, Meta, OpenOptions, StreamErrorKind, WeightSource, open_model_from,
 };
 
 /// A small toy model (one layer, 8 tokens): 1 + 9 + 2 tensors.
@@ -158,8 +158,8 @@ fn the_llama_cpp_profile_refuses_llmw_for_its_magic() {
         Model::from_source(MemSource::new(bytes.clone()), &llama),
     ];
     for result in results {
-        match result.unwrap_err() {
-            StreamError::Parse { source, .. } => {
+        match result.unwrap_err().into_kind() {
+            StreamErrorKind::Parse { source, .. } => {
                 assert_eq!(source.kind(), &ErrorKind::BadMagic { found: *b"LLMW" });
                 assert_eq!((source.offset(), source.code()), (0, "gguf::header::bad_magic"));
                 assert!(source.help().contains("llama.cpp"), "{}", source.help());
@@ -220,7 +220,7 @@ fn every_prefix_opens_only_when_the_data_is_complete() {
     let err = LlmwFile::from_source(MemSource::new(cut), &opts).unwrap_err();
     let last = full.tensors().last().unwrap();
     assert!(err.to_string().contains(&format!("{:?}", last.name)), "{err}");
-    assert!(matches!(err, StreamError::ParseLlmw { .. }));
+    assert!(matches!(err.kind(), StreamErrorKind::ParseLlmw { .. }));
 }
 
 #[test]

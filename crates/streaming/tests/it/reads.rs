@@ -4,7 +4,7 @@
 use crate::common::{Instrumented, TempFile};
 use sipllm_gguf::{GgmlType, Profile};
 use sipllm_streaming::{
-    Backend, FileBacking, GgufFile, MemSource, OpenOptions, ReadAt, StreamError, WeightSource,
+    Backend, FileBacking, GgufFile, MemSource, OpenOptions, ReadAt, StreamErrorKind, WeightSource,
 };
 use sipllm_testkit::{GgufBuilder, Tensor};
 
@@ -284,7 +284,8 @@ fn io_errors_carry_path_offset_and_length() {
     assert_eq!(err.code(), "streaming::io::read");
     assert_eq!(err.offset(), Some(0));
     assert!(
-        matches!(&err, StreamError::Io { offset: 0, len: 1000, path: None, .. }),
+        matches!(err.kind(), StreamErrorKind::Io { offset: 0, len: 1000, .. })
+            && err.path().is_none(),
         "the first header read asks for min(window, file size): {err:?}"
     );
     assert!(err.to_string().starts_with("I/O error reading 1000 bytes at offset 0: "), "{err}");

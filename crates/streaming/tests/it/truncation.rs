@@ -6,7 +6,8 @@ use std::fs::OpenOptions as FsOpenOptions;
 use crate::common::TempFile;
 use sipllm_gguf::{GgmlType, error::PathSeg};
 use sipllm_streaming::{
-    Backend, GgufFile, MemSource, OpenOptions, SourceTensor, StreamError, TensorStore, WeightSource,
+    Backend, GgufFile, MemSource, OpenOptions, SourceTensor, StreamError, StreamErrorKind,
+    TensorStore, WeightSource,
 };
 use sipllm_testkit::{GgufBuilder, Value};
 use smallvec::smallvec;
@@ -160,9 +161,9 @@ fn a_file_that_shrinks_after_open_reports_offset_and_missing_bytes() {
     let mut buf = vec![0u8; 128];
     let err = file.read_raw(c, &mut buf).unwrap_err();
     assert_eq!(err.code(), "streaming::io::unexpected_eof");
-    match &err {
-        StreamError::UnexpectedEof { path, offset, len, missing } => {
-            assert_eq!(path.as_deref(), Some(tmp.path()));
+    match err.kind() {
+        StreamErrorKind::UnexpectedEof { offset, len, missing } => {
+            assert_eq!(err.path(), Some(tmp.path()));
             assert_eq!((*offset, *len, *missing), (base + 192, 128, 120));
         }
         other => panic!("{other:?}"),
@@ -180,7 +181,7 @@ fn a_file_that_shrinks_after_open_reports_offset_and_missing_bytes() {
     // FileBacking::pread_exact reports the same.
     let backing = sipllm_streaming::FileBacking::open(tmp.path(), Backend::Pread).unwrap();
     let err = backing.pread_exact(base + 190, &mut [0u8; 30]).unwrap_err();
-    assert!(matches!(err, StreamError::UnexpectedEof { missing: 20, .. }), "{err:?}");
+    assert!(matches!(err.kind(), StreamErrorKind::UnexpectedEof { missing: 20, .. }), "{err:?}");
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use crate::common::{Instrumented, sha256_hex, shared_dir};
 use sipllm_gguf::GgmlType;
 use sipllm_streaming::{
-    GgufFile, MemSource, OpenOptions, StreamError, VALUES_CHUNK_BYTES, WeightSource,
+    GgufFile, MemSource, OpenOptions, StreamErrorKind, VALUES_CHUNK_BYTES, WeightSource,
 };
 use sipllm_testkit::{GgufBuilder, Tensor};
 
@@ -160,8 +160,8 @@ fn bad_requests_are_typed_errors() {
     let e = f.read_f32_at(t, 120..130, &mut out).unwrap_err();
     assert!(
         matches!(
-            e,
-            StreamError::Tensor(sipllm_streaming::TensorError::ElementRange { count: 128, .. })
+            e.kind(),
+            StreamErrorKind::Tensor(sipllm_streaming::TensorError::ElementRange { count: 128, .. })
         ),
         "{e}"
     );
