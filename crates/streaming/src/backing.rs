@@ -195,6 +195,59 @@ impl<B: AsRef<[u8]> + Send + Sync> ReadAt for MemSource<B> {
     }
 }
 
+/// Bytes followed by zeros up to a length: a header dump standing in for its whole file.
+///
+/// llama.cpp's load verdicts and memory breakdowns are kept as the first bytes of each model
+/// (the header, the tensor directory, the padding), not its gigabytes of data; whatever reads
+/// only the header (the load check, the fit, a conversion's plan) opens one as the file of
+/// `len` bytes it was cut from, so the directory's offsets check against the real size. Reads
+/// past the bytes given are zeros; past `len`, an `UnexpectedEof` as from a short file.
+#[derive(Clone)]
+pub struct ZeroPadded<B = Vec<u8>> {
+    bytes: B,
+    len: u64,
+}
+
+impl<B: AsRef<[u8]>> ZeroPadded<B> {
+    /// Serves `bytes`, then zeros, as a source of `len` bytes (`len` below the bytes' length
+    /// cuts them).
+    pub fn new(bytes: B, len: u64) -> ZeroPadded<B> {
+        ZeroPadded { bytes, len }
+    }
+}
+
+impl<B: AsRef<[u8]>> fmt::Debug for ZeroPadded<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ZeroPadded")
+            .field("bytes", &self.bytes.as_ref().len())
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<B: AsRef<[u8]> + Send + Sync> ReadAt for ZeroPadded<B> {
+    fn read_exact_at(&self, offset: u64, dst: &mut [u8]) -> io::Result<()> {
+        if offset.checked_add(dst.len() as u64).is_none_or(|end| end > self.len) {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "read past the end of the zero-padded source",
+            ));
+        }
+        // The part of the read the bytes cover, then zeros.
+        let bytes = self.bytes.as_ref();
+        let given = usize::try_from(offset).ok().and_then(|o| bytes.get(o..)).unwrap_or(&[]);
+        let n = given.len().min(dst.len());
+        let (head, tail) = dst.split_at_mut(n);
+        head.copy_from_slice(&given[..n]);
+        tail.fill(0);
+        Ok(())
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,5 +329,23 @@ mod tests {
         assert_eq!(clamp_range(100, 5, 100), None);
         assert_eq!(clamp_range(200, 5, 100), None);
         assert_eq!(clamp_range(10, 0, 100), None);
+    }
+
+    #[test]
+    fn zero_padded_serves_the_bytes_then_zeros_up_to_its_length() {
+        let src = ZeroPadded::new(vec![1u8, 2, 3], 6);
+        assert_eq!(src.len(), 6);
+        let mut dst = [9u8; 4];
+        src.read_exact_at(1, &mut dst).unwrap();
+        assert_eq!(dst, [2, 3, 0, 0]);
+        let mut dst = [9u8; 2];
+        src.read_exact_at(4, &mut dst).unwrap();
+        assert_eq!(dst, [0, 0]);
+        let err = src.read_exact_at(5, &mut [0u8; 2]).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+        assert!(src.read_exact_at(u64::MAX, &mut [0u8; 1]).is_err());
+        // A length below the bytes' cuts them.
+        let cut = ZeroPadded::new(vec![1u8, 2, 3], 2);
+        assert!(cut.read_exact_at(1, &mut [0u8; 2]).is_err());
     }
 }

@@ -120,7 +120,7 @@ pub mod split;
 mod store;
 mod window;
 
-pub use backing::{Backend, MemSource, ReadAt};
+pub use backing::{Backend, MemSource, ReadAt, ZeroPadded};
 pub use bounds::ShortRead;
 pub use error::{
     FileKind, Located, MetaError, SplitSetError, StreamError, StreamErrorKind, TensorError,

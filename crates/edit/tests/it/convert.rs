@@ -15,7 +15,7 @@ use sipllm_edit::split::{SplitLimit, SplitOptions, split_file};
 use sipllm_gguf::writer::HeaderWriteError;
 use sipllm_gguf::{Endian, GgmlType, Profile, ValueType};
 use sipllm_llmw::{LlmwWriteError, LlmwWriter};
-use sipllm_streaming::{Model, OpenOptions, ReadAt, WeightSource};
+use sipllm_streaming::{Model, OpenOptions, WeightSource, ZeroPadded};
 use sipllm_testkit::{GgufBuilder, Tensor, Value};
 
 use crate::support::TempDir;
@@ -212,7 +212,7 @@ fn a_llmw_file_past_2_pow_64_cannot_be_laid_out() {
     std::fs::write(&header_file, &header).unwrap();
     let file = File::open(&header_file).unwrap();
     let lenient = OpenOptions::default().with_profile(Profile::Lenient);
-    let model = Model::from_source(Virtual { header, len: u64::MAX }, &lenient).unwrap();
+    let model = Model::from_source(ZeroPadded::new(header, u64::MAX), &lenient).unwrap();
     assert_eq!(model.tensors()[3].nbytes, Some(1 << 62));
     let out = dir.join("m.llmw");
     let e = convert(&model, &file, &out, &ConvertOptions::default()).unwrap_err();
@@ -223,30 +223,6 @@ fn a_llmw_file_past_2_pow_64_cannot_be_laid_out() {
         "cannot lay out the .llmw file: the file would be larger than 2^64 bytes"
     );
     assert!(!out.exists());
-}
-
-/// `header`, then zeros up to `len` bytes: a source far larger than any file (as a remote
-/// object may claim to be).
-struct Virtual {
-    header: Vec<u8>,
-    len: u64,
-}
-
-impl ReadAt for Virtual {
-    fn read_exact_at(&self, offset: u64, dst: &mut [u8]) -> io::Result<()> {
-        if offset.checked_add(dst.len() as u64).is_none_or(|end| end > self.len) {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "past the end"));
-        }
-        for (k, b) in dst.iter_mut().enumerate() {
-            let at = usize::try_from(offset).ok().and_then(|o| o.checked_add(k));
-            *b = at.and_then(|i| self.header.get(i)).copied().unwrap_or(0);
-        }
-        Ok(())
-    }
-
-    fn len(&self) -> u64 {
-        self.len
-    }
 }
 
 /// A writer that keeps the first `cap` bytes and refuses the rest (a file's header, without
@@ -295,7 +271,7 @@ fn a_gguf_file_past_2_pow_64_cannot_be_laid_out() {
     let header_file = dir.join("virtual.llmw");
     std::fs::write(&header_file, &header.bytes).unwrap();
     let file = File::open(&header_file).unwrap();
-    let source = Virtual { header: header.bytes, len: u64::MAX };
+    let source = ZeroPadded::new(header.bytes, u64::MAX);
     let model = Model::from_source(source, &OpenOptions::default()).unwrap();
     assert!(matches!(model, Model::Llmw(_)));
     let out = dir.join("m.gguf");

@@ -2,44 +2,19 @@
 //! `archs/`): every file, the verdict equal to llama.cpp's, per class.
 //!
 //! The golden files are header-only. llama.cpp judged them extended to `full_size` with zeros
-//! (a sparse tail), so the test serves each as such a source ([`Padded`]): the container
+//! (a sparse tail), so the test serves each as such a source (`ZeroPadded`): the container
 //! check of the tensor data's bounds then passes as it did for llama.cpp, and the model check
 //! sees exactly the file llama.cpp saw.
 
 use std::collections::BTreeMap;
-use std::io;
 use std::path::Path;
 
 use serde_json::Value;
 use sipllm_gguf::Profile;
 use sipllm_model::load::{self, Issue};
-use sipllm_streaming::{Model, OpenOptions, ReadAt};
+use sipllm_streaming::{Model, OpenOptions, ZeroPadded};
 
 use crate::common::shared_dir;
-
-/// A header followed by zeros up to `len`: the golden file as llama.cpp read it.
-struct Padded {
-    header: Vec<u8>,
-    len: u64,
-}
-
-impl ReadAt for Padded {
-    fn read_exact_at(&self, offset: u64, dst: &mut [u8]) -> io::Result<()> {
-        let end = offset.checked_add(dst.len() as u64).filter(|&e| e <= self.len);
-        if end.is_none() {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "past the end"));
-        }
-        for (k, b) in dst.iter_mut().enumerate() {
-            let at = usize::try_from(offset).ok().and_then(|o| o.checked_add(k));
-            *b = at.and_then(|i| self.header.get(i)).copied().unwrap_or(0);
-        }
-        Ok(())
-    }
-
-    fn len(&self) -> u64 {
-        self.len
-    }
-}
 
 /// The verdict: Ok(report) when the container opens, Err(code) when it does not.
 fn judge(path: &Path, full_size: u64) -> Result<load::LoadReport, String> {
@@ -47,7 +22,7 @@ fn judge(path: &Path, full_size: u64) -> Result<load::LoadReport, String> {
     let mut options = OpenOptions::default();
     options.parse.profile = Profile::LlamaCpp;
     options.parse.limits = sipllm_gguf::Limits::for_profile(Profile::LlamaCpp);
-    match Model::from_source(Padded { header, len: full_size }, &options) {
+    match Model::from_source(ZeroPadded::new(header, full_size), &options) {
         Ok(model) => Ok(load::check(&model)),
         Err(e) => Err(e.to_string()),
     }
@@ -193,7 +168,8 @@ fn llama3_like(
     let header = b.build_header();
     // The data section is ~4.6 GB: a source of zeros past the header stands in for it.
     let sizes: u64 = 8 << 30;
-    let model = Model::from_source(Padded { header, len: sizes }, &OpenOptions::default()).unwrap();
+    let model =
+        Model::from_source(ZeroPadded::new(header, sizes), &OpenOptions::default()).unwrap();
     load::check(&model)
 }
 
