@@ -20,6 +20,7 @@
 //! One file per error type: this one (the source's), `tensor.rs`, `meta.rs`, `split.rs`.
 
 mod file_kind;
+mod magic;
 mod meta;
 mod split;
 mod tensor;
@@ -36,6 +37,8 @@ use std::time::Duration;
 use sipllm_format::{Kind, group};
 
 use crate::bounds::ShortRead;
+
+use magic::{hex, magic_help};
 
 /// Everything that can go wrong opening a weight source, reading from it, or reading its
 /// metadata: where — the file, once ([`path`](Self::path)), and the byte
@@ -216,43 +219,7 @@ fn locked(exclusive: bool, wait: Duration) -> String {
         )
     }
 }
-fn hex(bytes: &[u8]) -> String {
-    let hex: Vec<String> = bytes.iter().map(|b| format!("{b:02X}")).collect();
-    hex.join(" ")
-}
-/// The help for a file whose first bytes are not a model's: the supported formats, then a
-/// hint from the bytes found (the usual mix-ups).
-fn magic_help(found: &[u8; 4]) -> &'static str {
-    macro_rules! formats {
-        ($hint:literal) => {
-            concat!("supported formats: GGUF (\"GGUF\"), .llmw (\"LLMW\"). ", $hint)
-        };
-    }
-    match found {
-        b"vers" => formats!(
-            "it looks like a Git LFS pointer (a small text file starting with \"version \
-             https://git-lfs\"): the model itself was never fetched; run `git lfs pull` or \
-             download the file directly."
-        ),
-        [b'P', b'K', 3, 4] => formats!(
-            "it is a zip archive, such as a PyTorch checkpoint (.bin, .pt): convert the model to \
-             GGUF first (llama.cpp's convert_hf_to_gguf.py)."
-        ),
-        b"lmgg" | b"fmgg" | b"tjgg" | b"algg" => formats!(
-            "it is a legacy GGML/GGMF/GGJT file (llama.cpp before GGUF, August 2023): convert it \
-             with llama.cpp's convert_llama_ggml_to_gguf.py."
-        ),
-        [b'<', ..] => formats!(
-            "it looks like HTML or XML text, often an error page saved in place of a download: \
-             download the file again."
-        ),
-        [b'{', ..] => formats!("it looks like JSON (a config or tokenizer file?): check the path."),
-        _ => formats!(
-            "check the path, and that the download or copy completed; the format is found from \
-             the content, not from the file name."
-        ),
-    }
-}
+
 impl Kind for StreamErrorKind {
     fn code(&self) -> &'static str {
         match self {
@@ -335,6 +302,7 @@ impl Kind for StreamErrorKind {
         }
     }
 }
+
 impl Kind for StreamError {
     fn code(&self) -> &'static str {
         self.0.kind.code()
@@ -344,17 +312,20 @@ impl Kind for StreamError {
         self.0.kind.help()
     }
 }
+
 impl std::fmt::Display for StreamError {
     /// What went wrong; the file is context ([`path`](Self::path), [`located`](Self::located)).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         self.0.kind.fmt(f)
     }
 }
+
 impl std::error::Error for StreamError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         self.0.kind.source()
     }
 }
+
 impl From<StreamErrorKind> for StreamError {
     /// An error about no file in particular (a request, a size), or one whose file is added
     /// later ([`in_file`](StreamError::in_file)).
@@ -362,6 +333,7 @@ impl From<StreamErrorKind> for StreamError {
         StreamError(Box::new(Inner { path: None, kind }))
     }
 }
+
 macro_rules! from_area {
     ($($area:ident),*) => {$(
         impl From<$area> for StreamError {
@@ -371,6 +343,7 @@ macro_rules! from_area {
         }
     )*};
 }
+
 from_area!(TensorError, MetaError, SplitSetError);
 impl StreamError {
     /// `kind`, happening to the file at `path` (when the source is a file).
@@ -479,6 +452,7 @@ impl StreamError {
         StreamError::new(path.map(Path::to_path_buf), kind)
     }
 }
+
 impl StreamErrorKind {
     /// The absolute byte offset the error concerns, when there is one.
     pub fn offset(&self) -> Option<u64> {
@@ -504,6 +478,7 @@ impl StreamErrorKind {
         }
     }
 }
+
 /// A [`StreamError`] with its file: `path: message` ([`StreamError::located`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Located<'a>(&'a StreamError);
