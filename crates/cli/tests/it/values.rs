@@ -69,6 +69,15 @@ fn read_as_f32_values_ranges_and_refusals() {
     let run = sipllm(&dir, &["read", &file, "ids", "--as", "f32", "-o", o]);
     assert_eq!(run.code, Some(1), "{}", run.transcript());
     assert!(run.stderr.contains("quants::dequant::unsupported_type"), "{}", run.stderr);
+    // Nor to standard output: no `.npy` header for values that never come, even for none.
+    for range in [None, Some("0..0")] {
+        let mut argv = vec!["read", &file, "ids", "--as", "f32", "--format", "npy"];
+        argv.extend(range.iter().flat_map(|r| ["--range", r]));
+        let run = sipllm(&dir, &argv);
+        assert_eq!(run.code, Some(1), "{}", run.transcript());
+        assert!(run.stderr.contains("quants::dequant::unsupported_type"), "{}", run.stderr);
+        assert!(run.stdout.is_empty(), "{}", run.transcript());
+    }
     // --format needs --as.
     let run = sipllm(&dir, &["read", &file, "w", "--format", "npy", "-o", o]);
     assert_eq!(run.code, Some(2));
