@@ -27,8 +27,8 @@ use sipllm_gguf::{Gguf, ParseOptions, Profile};
 use sipllm_llmw::Llmw;
 use sipllm_streaming::HeaderBytes;
 use sipllm_streaming::{
-    Backend, FileBacking, MemSource, Model, OpenOptions, SplitFile, StreamError, StreamErrorKind,
-    WeightSource, lock, read_header,
+    Backend, MemSource, Model, ModelOrHeader, OpenOptions, SplitFile, StreamError, StreamErrorKind,
+    WeightSource, lock,
 };
 
 pub use sipllm_streaming::Format;
@@ -86,6 +86,23 @@ impl fmt::Debug for Opened {
 }
 
 impl Opened {
+    fn new(name: String, opened: ModelOrHeader) -> Opened {
+        match opened {
+            ModelOrHeader::Model(model) => Opened {
+                name,
+                format: model.format(),
+                file_size: model.file_size(),
+                parsed: Parsed::Model(Box::new(model)),
+            },
+            ModelOrHeader::Header(header) => Opened {
+                name,
+                format: Format::Gguf,
+                file_size: header.file_size(),
+                parsed: Parsed::GgufHeaderOnly(Box::new(header.into_gguf())),
+            },
+        }
+    }
+
     /// The name to show (the path as given, or the sample's name).
     pub fn name(&self) -> &str {
         &self.name
@@ -185,48 +202,21 @@ pub fn open_file(path: &Path, settings: &OpenSettings) -> Result<Opened, StreamE
         return open_remote(url, settings);
     }
     let options = settings.options();
-    let name = path.display().to_string();
+    // The read side keeps the header of a GGUF whose tensor data lies (partly) outside the
+    // file under the lenient profile, from its one parse: inspectable, with no weight source.
     let opened = if settings.shard_only {
         // The file alone, even when it is a shard whose siblings are missing.
-        Model::open_with_file(path, false, &options).map(|(_, model)| model)
+        ModelOrHeader::open_single(path, &options)
     } else {
-        Model::open(path, &options)
+        ModelOrHeader::open(path, &options)
     };
-    match opened {
-        Ok(model) => Ok(Opened {
-            name,
-            format: model.format(),
-            file_size: model.file_size(),
-            parsed: Parsed::Model(Box::new(model)),
-        }),
-        Err(e)
-            if settings.profile == Profile::Lenient
-                && matches!(e.kind(), StreamErrorKind::TensorOutOfBounds { .. }) =>
-        {
-            // The lenient parse succeeded (with an out-of-bounds warning) but the weight source
-            // refuses tensors outside the file: keep the header for inspection.
-            let backing = FileBacking::open(path, Backend::Pread)?;
-            let (gguf, _) = read_header(&backing, Some(path), &options)?;
-            Ok(Opened {
-                name,
-                format: Format::Gguf,
-                file_size: backing.len(),
-                parsed: Parsed::GgufHeaderOnly(Box::new(gguf)),
-            })
-        }
-        Err(e) => Err(e),
-    }
+    Ok(Opened::new(path.display().to_string(), opened?))
 }
 
 /// Opens the sample GGUF bundled into the binary.
 pub fn open_sample(settings: &OpenSettings) -> Result<Opened, StreamError> {
     let model = Model::from_source(MemSource::new(SAMPLE), &settings.options())?;
-    Ok(Opened {
-        name: SAMPLE_NAME.to_owned(),
-        format: model.format(),
-        file_size: SAMPLE.len() as u64,
-        parsed: Parsed::Model(Box::new(model)),
-    })
+    Ok(Opened::new(SAMPLE_NAME.to_owned(), ModelOrHeader::Model(model)))
 }
 
 /// Opens `path` for a command that writes a model from it (`edit`, `convert`), and locks it
@@ -372,31 +362,8 @@ pub fn open_remote(url: &str, settings: &OpenSettings) -> Result<Opened, StreamE
     let options = settings.options();
     let http = http_options();
     let name = PathBuf::from(&shown);
-    with_transfer_bar(&name, || match sipllm_remote::open_model(&parsed, &http, &options) {
-        Ok(remote) => {
-            let model = remote.model;
-            Ok(Opened {
-                name: shown.clone(),
-                format: model.format(),
-                file_size: model.file_size(),
-                parsed: Parsed::Model(Box::new(model)),
-            })
-        }
-        Err(e)
-            if settings.profile == Profile::Lenient
-                && matches!(e.kind(), StreamErrorKind::TensorOutOfBounds { .. }) =>
-        {
-            let source = sipllm_remote::open_source(&parsed, &http).map_err(|e| {
-                StreamError::at(name.clone(), StreamErrorKind::Open { source: e.into_io() })
-            })?;
-            let (gguf, _) = read_header(&*source, Some(&name), &options)?;
-            Ok(Opened {
-                name: shown.clone(),
-                format: Format::Gguf,
-                file_size: sipllm_streaming::ReadAt::len(&*source),
-                parsed: Parsed::GgufHeaderOnly(Box::new(gguf)),
-            })
-        }
-        Err(e) => Err(e),
+    with_transfer_bar(&name, || {
+        let opened = sipllm_remote::open_model_or_header(&parsed, &http, &options)?;
+        Ok(Opened::new(shown.clone(), opened.map(|remote| remote.model)))
     })
 }

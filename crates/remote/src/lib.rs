@@ -54,7 +54,9 @@ pub use error::{RemoteError, RemoteErrorKind};
 pub use http::{HttpOptions, HttpSource, HttpStats};
 #[cfg(feature = "object-store")]
 pub use object::ObjectSource;
-pub use open::{RemoteModel, fetch_to_file, open_any, open_model, open_source, open_url};
+pub use open::{
+    RemoteModel, fetch_to_file, open_any, open_model, open_model_or_header, open_source, open_url,
+};
 /// The shared error contract ([`RemoteError`] implements it: `code()`, `help()`).
 pub use sipllm_streaming::Kind;
 pub use url::{HttpUrl, RemoteUrl, is_remote};

@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use sipllm_streaming::split::{KEY_COUNT, KEY_NO, ShardName};
 use sipllm_streaming::{
-    GgufFile, Model, OpenOptions, ReadAt, SplitFile, StreamError, StreamErrorKind, WeightSource,
+    GgufFile, Model, ModelOrHeader, OpenOptions, ReadAt, SplitFile, StreamError, StreamErrorKind,
+    WeightSource,
 };
 
 use crate::error::{RemoteError, RemoteErrorKind};
@@ -149,12 +150,27 @@ pub fn open_model(
     http: &HttpOptions,
     options: &OpenOptions,
 ) -> Result<RemoteModel, StreamError> {
+    open_model_or_header(url, http, options)?.into_model()
+}
+
+/// [`open_model`] for inspection: under the lenient profile, a GGUF whose own tensor data is
+/// not all inside the object opens as its header
+/// ([`ModelOrHeader::Header`](sipllm_streaming::ModelOrHeader::Header)) from the one read
+/// of it, as a local file does
+/// ([`ModelOrHeader::open`](sipllm_streaming::ModelOrHeader::open)).
+pub fn open_model_or_header(
+    url: &RemoteUrl,
+    http: &HttpOptions,
+    options: &OpenOptions,
+) -> Result<ModelOrHeader<RemoteModel>, StreamError> {
     let opening = Opening::new(http);
-    let model = open_model_in(url, http, options, &opening)?;
-    for s in &model.sources {
-        s.opened();
+    let opened = open_model_in(url, http, options, &opening)?;
+    if let ModelOrHeader::Model(model) = &opened {
+        for s in &model.sources {
+            s.opened();
+        }
     }
-    Ok(model)
+    Ok(opened)
 }
 
 /// Opens the model a URL string names, as every front end does (the CLI, the Python
@@ -195,18 +211,21 @@ fn open_model_in(
     http: &HttpOptions,
     options: &OpenOptions,
     opening: &Opening,
-) -> Result<RemoteModel, StreamError> {
+) -> Result<ModelOrHeader<RemoteModel>, StreamError> {
     let (source, tracked) = open_tracked(url, http, opening).map_err(|e| open_error(url, e))?;
-    let model = Model::from_named_source(source.clone(), name_of(url), options)?;
+    let model = match ModelOrHeader::from_named_source(source.clone(), name_of(url), options)? {
+        ModelOrHeader::Model(m) => m,
+        ModelOrHeader::Header(h) => return Ok(ModelOrHeader::Header(h)),
+    };
     let count = split_key(&model, KEY_COUNT)?;
     let count = match (&model, count) {
         (Model::Gguf(_), Some(c @ 2..)) => c,
         _ => {
-            return Ok(RemoteModel {
+            return Ok(ModelOrHeader::Model(RemoteModel {
                 model,
                 url: url.clone(),
                 sources: tracked.into_iter().collect(),
-            });
+            }));
         }
     };
     let no = split_key(&model, KEY_NO)?.unwrap_or(0);
@@ -228,7 +247,11 @@ fn open_model_in(
         Model::Gguf(g) => g,
         other => {
             let sources = tracked.into_iter().collect();
-            return Ok(RemoteModel { model: other, url: url.clone(), sources });
+            return Ok(ModelOrHeader::Model(RemoteModel {
+                model: other,
+                url: url.clone(),
+                sources,
+            }));
         }
     };
     let mut given = Some(given);
@@ -267,7 +290,7 @@ fn open_model_in(
         sources.extend(shard_tracked);
     }
     let set = SplitFile::from_files(files)?;
-    Ok(RemoteModel { model: Model::Split(set), url: url.clone(), sources })
+    Ok(ModelOrHeader::Model(RemoteModel { model: Model::Split(set), url: url.clone(), sources }))
 }
 
 /// An unsigned split key, when present.

@@ -14,7 +14,7 @@ use sipllm_format::HeaderDecoder;
 
 use crate::MetaStr;
 use crate::backing::ReadAt;
-use crate::error::StreamError;
+use crate::error::{StreamError, StreamErrorKind};
 #[cfg(feature = "file")]
 use crate::file::FileBacking;
 use crate::header_bytes::HeaderBytes;
@@ -92,6 +92,13 @@ pub(crate) fn read<C: Container>(
     Ok((ast, stats.with_data_offset(data_offset)))
 }
 
+/// What an open that keeps a header found: the file as a weight source, or — its tensor data
+/// not all inside the file — the parsed header, the source's size and the bounds error.
+pub(crate) enum Opened<C> {
+    File(HeaderFile<C>),
+    OutOfBounds { ast: C, file_size: u64, error: StreamError },
+}
+
 /// A model file of container format `C` opened as a [`WeightSource`]: header and directory
 /// parsed, every tensor checked to lie inside the file, tensor data read only on request.
 /// Use it through its names [`GgufFile`](crate::GgufFile) and [`LlmwFile`](crate::LlmwFile).
@@ -143,14 +150,55 @@ impl<C: Container> HeaderFile<C> {
         Self::assemble(header, Box::new(source), Some(name), options)
     }
 
+    /// [`from_backing`](Self::from_backing), keeping the parsed header when the only fault is
+    /// tensor data outside the file.
+    #[cfg(feature = "file")]
+    pub(crate) fn from_backing_or_header(
+        backing: FileBacking,
+        options: &OpenOptions,
+    ) -> Result<Opened<C>, StreamError> {
+        let path = backing.path().to_path_buf();
+        let header = read::<C>(&backing.pread_view(), Some(&path), options)?;
+        Self::assemble_or_header(header, Box::new(backing), Some(path), options)
+    }
+
+    /// [`from_named_source`](Self::from_named_source), keeping the parsed header when the only
+    /// fault is tensor data outside the source.
+    pub(crate) fn from_named_source_or_header(
+        source: impl ReadAt + 'static,
+        name: PathBuf,
+        options: &OpenOptions,
+    ) -> Result<Opened<C>, StreamError> {
+        let header = read::<C>(&source, Some(&name), options)?;
+        Self::assemble_or_header(header, Box::new(source), Some(name), options)
+    }
+
     fn assemble(
-        (ast, stats): (C, HeaderStats),
+        header: (C, HeaderStats),
         source: Box<dyn ReadAt>,
         path: Option<PathBuf>,
         options: &OpenOptions,
     ) -> Result<Self, StreamError> {
-        let store = TensorStore::new(source, path, ast.tensor_infos(), options.readahead)?;
-        Ok(HeaderFile { ast, store, stats })
+        match Self::assemble_or_header(header, source, path, options)? {
+            Opened::File(file) => Ok(file),
+            Opened::OutOfBounds { error, .. } => Err(error),
+        }
+    }
+
+    fn assemble_or_header(
+        (ast, stats): (C, HeaderStats),
+        source: Box<dyn ReadAt>,
+        path: Option<PathBuf>,
+        options: &OpenOptions,
+    ) -> Result<Opened<C>, StreamError> {
+        let file_size = source.len();
+        match TensorStore::new(source, path, ast.tensor_infos(), options.readahead) {
+            Ok(store) => Ok(Opened::File(HeaderFile { ast, store, stats })),
+            Err(error) if matches!(error.kind(), StreamErrorKind::TensorOutOfBounds { .. }) => {
+                Ok(Opened::OutOfBounds { ast, file_size, error })
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// The tensor store (the source, its size, readahead).

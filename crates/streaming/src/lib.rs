@@ -103,6 +103,7 @@ mod file;
 mod gguf_file;
 mod header_bytes;
 mod header_file;
+mod header_only;
 #[cfg(feature = "file")]
 mod input;
 mod llmw_file;
@@ -130,6 +131,7 @@ pub use file::FileBacking;
 pub use gguf_file::{GgufFile, read_header};
 pub use header_bytes::HeaderBytes;
 pub use header_file::{Container, HeaderFile};
+pub use header_only::{HeaderOnly, ModelOrHeader};
 #[cfg(feature = "file")]
 pub use input::{open_nonblocking, open_regular};
 pub use llmw_file::{LlmwFile, read_llmw_header};

@@ -24,8 +24,6 @@ use crate::meta::Meta;
 use crate::options::OpenOptions;
 use crate::source::{SourceTensor, WeightSource};
 use crate::split::SplitFile;
-#[cfg(feature = "file")]
-use crate::split::SplitKeys;
 use crate::store::TensorStore;
 use crate::window::HeaderStats;
 
@@ -94,7 +92,7 @@ impl Format {
 /// llama-cpp profile, which answers "will llama.cpp load this?". llama.cpp reads only GGUF, so
 /// there a `.llmw` file is parsed as GGUF and refused for its magic
 /// (`gguf::header::bad_magic`), as ggml's `gguf_init_from_file` refuses it.
-fn detect_for(
+pub(crate) fn detect_for(
     source: &dyn ReadAt,
     path: Option<&Path>,
     options: &OpenOptions,
@@ -141,21 +139,7 @@ impl Model {
     /// [`SplitSetError::KeyType`](crate::SplitSetError::KeyType), in any GGUF file.
     #[cfg(feature = "file")]
     pub fn open(path: impl AsRef<Path>, options: &OpenOptions) -> Result<Model, StreamError> {
-        let path = path.as_ref();
-        let backing = FileBacking::open(path, options.backend)?;
-        // Like the headers, the magic is read with pread whatever the backend.
-        let format = detect_for(&backing.pread_view(), Some(path), options)?;
-        Ok(match format {
-            Format::Gguf => {
-                let file = GgufFile::from_backing(backing, options)?;
-                if SplitKeys::read(file.gguf(), Some(path))?.is_set() {
-                    Model::Split(SplitFile::from_shard(path, file, options)?)
-                } else {
-                    Model::Gguf(file)
-                }
-            }
-            Format::Llmw => Model::Llmw(LlmwFile::from_backing(backing, options)?),
-        })
+        crate::header_only::open_path(path.as_ref(), options, true, false)?.into_model()
     }
 
     /// Opens the single file at `path` for a command that writes a model from it (an edit, a

@@ -208,3 +208,50 @@ fn tensor_store_rejects_tensors_outside_the_source() {
     let store = TensorStore::new(source(), None, vec![info("x", 0, 1000)], 0).unwrap();
     assert_eq!(store.find("x").map(|t| t.abs_offset), Some(0));
 }
+
+#[test]
+fn lenient_inspection_keeps_the_header_of_a_file_cut_inside_its_data_from_one_read() {
+    use sipllm_gguf::{ParseOptions, Profile};
+    use sipllm_streaming::ModelOrHeader;
+
+    let full = four_tensors();
+    let cut = data_offset(&full) + 192 + 50;
+    let lenient = OpenOptions::default().with_parse(ParseOptions::new(Profile::Lenient));
+    let (source, log) = crate::common::Instrumented::new(MemSource::new(
+        std::sync::Arc::<[u8]>::from(&full[..cut]),
+    ));
+    let ModelOrHeader::Header(header) =
+        ModelOrHeader::from_named_source(source, "cut.gguf", &lenient).unwrap()
+    else {
+        panic!("a file cut inside its data is a header, not a weight source");
+    };
+    assert_eq!(header.gguf().tensors().count(), 4);
+    assert_eq!(header.file_size(), cut as u64);
+    assert_eq!(header.error().code(), "streaming::tensor::out_of_bounds");
+    assert!(header.error().to_string().contains("\"c\""), "{}", header.error());
+    // The header was read once: after the 4-byte sniff of the magic, no byte is read twice.
+    let mut reads = log.reads();
+    assert_eq!(reads.first(), Some(&(0, 4)));
+    reads.remove(0);
+    reads.sort_unstable();
+    assert!(reads.windows(2).all(|w| w[0].0 + w[0].1 <= w[1].0), "{reads:?}");
+
+    // From a file, whole set or single file, the same; other profiles refuse as ever.
+    let tmp = TempFile::with_bytes("lenient-cut", &full[..cut]);
+    for opened in [
+        ModelOrHeader::open(tmp.path(), &lenient),
+        ModelOrHeader::open_single(tmp.path(), &lenient),
+    ] {
+        let ModelOrHeader::Header(h) = opened.unwrap() else { panic!("not a header") };
+        assert_eq!(h.gguf().tensors().count(), 4);
+    }
+    for profile in [Profile::Strict, Profile::LlamaCpp] {
+        let options = OpenOptions::default().with_parse(ParseOptions::new(profile));
+        let err = ModelOrHeader::open(tmp.path(), &options).unwrap_err();
+        assert_eq!(err.code(), "gguf::layout::out_of_bounds", "{err}");
+    }
+    // A complete file is a model under every profile.
+    let whole = TempFile::with_bytes("lenient-whole", &full);
+    let model = ModelOrHeader::open(whole.path(), &lenient).unwrap().into_model().unwrap();
+    assert_eq!(model.tensors().len(), 4);
+}
