@@ -38,7 +38,7 @@ use sipllm_streaming::{
     StreamError, StreamErrorKind, WeightSource,
 };
 
-use crate::error::WriteError;
+use crate::error::{WriteError, WriteErrorKind};
 use crate::header::{CheckError, Planned, check_tensors};
 use crate::write::{AtomicFile, GgufFileBuilder, TensorData, write_llmw_into};
 use sipllm_model::keys;
@@ -690,7 +690,7 @@ fn write_check_and_commit(
     source: &dyn ReadAt,
 ) -> Result<(), ConvertError> {
     let tmp = AtomicFile::create(out)
-        .map_err(|source| WriteError::Create { path: out.to_path_buf(), source })?;
+        .map_err(|source| WriteError::at(out.to_path_buf(), WriteErrorKind::Create { source }))?;
     write(&tmp)?;
     let reopened = (|| {
         let file = tmp.file().try_clone().map_err(|source| {

@@ -2,7 +2,7 @@
 //! reach it — symlinks, hard links, `./x` against `x`.
 //!
 //! Every writing command asks this before it writes: an output that is one of its inputs is
-//! refused ([`refuse_output_is_input`], [`WriteError::OutputIsInput`]), never truncated or
+//! refused ([`refuse_output_is_input`], [`WriteErrorKind::OutputIsInput`](crate::WriteErrorKind::OutputIsInput)), never truncated or
 //! replaced. The in-place header backup is keyed by it too
 //! ([`HeaderBackup`](crate::HeaderBackup) lives beside the file a symlink [`resolve`]s to and
 //! records the [`FileId`] it belongs to).
@@ -28,7 +28,7 @@ use std::fs::{File, Metadata};
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::error::WriteError;
+use crate::error::{WriteError, WriteErrorKind};
 
 /// The identity of a file: the same for every path and every open descriptor of it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -124,18 +124,17 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 ///
 /// # Errors
 ///
-/// [`WriteError::OutputIsInput`].
+/// [`WriteErrorKind::OutputIsInput`](crate::WriteErrorKind::OutputIsInput).
 pub fn refuse_output_is_input(
     input: &Path,
     output: &Path,
     what: &'static str,
 ) -> Result<(), WriteError> {
     if same_file(input, output) {
-        return Err(WriteError::OutputIsInput {
-            input: input.to_path_buf(),
-            output: output.to_path_buf(),
-            what,
-        });
+        return Err(WriteError::at(
+            output.to_path_buf(),
+            WriteErrorKind::OutputIsInput { input: input.to_path_buf(), what },
+        ));
     }
     Ok(())
 }
@@ -146,7 +145,7 @@ pub fn refuse_output_is_input(
 ///
 /// # Errors
 ///
-/// [`WriteError::OutputIsInput`].
+/// [`WriteErrorKind::OutputIsInput`](crate::WriteErrorKind::OutputIsInput).
 pub fn refuse_output_is_open_file(
     input: &File,
     input_path: &Path,
@@ -158,11 +157,10 @@ pub fn refuse_output_is_open_file(
         if let (Ok(a), Ok(Some(b))) = (FileId::of_file(input), FileId::of_path(output))
             && a == b
         {
-            return Err(WriteError::OutputIsInput {
-                input: input_path.to_path_buf(),
-                output: output.to_path_buf(),
-                what,
-            });
+            return Err(WriteError::at(
+                output.to_path_buf(),
+                WriteErrorKind::OutputIsInput { input: input_path.to_path_buf(), what },
+            ));
         }
         Ok(())
     }

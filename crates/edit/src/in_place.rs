@@ -322,7 +322,7 @@ fn write_runs(file: &File, header: &[u8], runs: &[Range<usize>]) -> Result<(), (
 ///
 /// # Errors
 ///
-/// [`WriteError::Write`] with the offset of the failed write (0 for the sync). The model may
+/// [`WriteErrorKind::Write`](crate::WriteErrorKind::Write) with the offset of the failed write (0 for the sync). The model may
 /// then hold a mix of old and new blocks: [`rewrite_header_in_place`] writes the old bytes
 /// back, or leaves the backup for [`recover`].
 pub fn overwrite_runs(
@@ -332,7 +332,7 @@ pub fn overwrite_runs(
     runs: &[Range<usize>],
 ) -> Result<(), InPlaceError> {
     write_runs(file, header, runs).map_err(|(offset, source)| {
-        InPlaceError::from(WriteError::Write { path: path.to_path_buf(), offset, source })
+        InPlaceError::from(WriteError::write(path.to_path_buf(), offset, source))
     })
 }
 

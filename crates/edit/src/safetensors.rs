@@ -46,7 +46,7 @@ use sipllm_format::Kind;
 use sipllm_gguf::GgmlType;
 use sipllm_streaming::{Meta, Model, SourceTensor, StreamError, StreamErrorKind, WeightSource};
 
-use crate::error::WriteError;
+use crate::error::{WriteError, WriteErrorKind};
 use crate::half::{bf16_bits, f16_bits};
 use crate::write::AtomicFile;
 
@@ -449,13 +449,10 @@ pub fn export(
     })?;
 
     let tmp = AtomicFile::create(out)
-        .map_err(|source| WriteError::Create { path: out.to_path_buf(), source })?;
+        .map_err(|source| WriteError::at(out.to_path_buf(), WriteErrorKind::Create { source }))?;
     let file = tmp.file();
-    let write_err = |offset: u64, source: io::Error| WriteError::Write {
-        path: out.to_path_buf(),
-        offset,
-        source,
-    };
+    let write_err =
+        |offset: u64, source: io::Error| WriteError::write(out.to_path_buf(), offset, source);
     // The whole size first: the file system can place it in one go.
     file.set_len(file_bytes).map_err(|e| write_err(0, e))?;
     let mut head = Vec::with_capacity(header.len() + 8);
@@ -493,11 +490,12 @@ pub fn export(
     let config = match &mapping {
         Some(m) => {
             let path = out.with_file_name("config.json");
-            let cfg = AtomicFile::create(&path)
-                .map_err(|source| WriteError::Create { path: path.clone(), source })?;
+            let cfg = AtomicFile::create(&path).map_err(|source| {
+                WriteError::at(path.clone(), WriteErrorKind::Create { source })
+            })?;
             cfg.file()
                 .write_all_at(m.config.as_bytes(), 0)
-                .map_err(|source| WriteError::Write { path: path.clone(), offset: 0, source })?;
+                .map_err(|source| WriteError::write(path.clone(), 0, source))?;
             tmp.commit().map_err(|source| SafetensorsError::Commit { source })?;
             cfg.commit().map_err(|source| SafetensorsError::Commit { source })?;
             Some((path, m.model_type.clone()))

@@ -16,7 +16,7 @@ use sipllm_streaming::{
     GgufFile, OpenOptions, SplitSetError, StreamError, StreamErrorKind, WeightSource,
 };
 
-use crate::error::{SplitError, SplitRefusal, WriteError};
+use crate::error::{SplitError, SplitRefusal, WriteError, WriteErrorKind};
 use crate::identity::{self, refuse_output_is_open_file};
 use crate::write::{
     AtomicFile, ClosedTemp, GgufFileBuilder, TensorData, remove_stale_temps, sync_dir,
@@ -286,7 +286,7 @@ pub fn plan_split(src: &Path, options: &SplitOptions) -> Result<Vec<PlannedShard
 /// that nobody holds locked). If a shard fails, nothing is renamed; if a rename fails, the
 /// shards already renamed are removed again.
 ///
-/// Refused: a shard name that is the input ([`WriteError::OutputIsInput`], by file
+/// Refused: a shard name that is the input ([`WriteErrorKind::OutputIsInput`](crate::WriteErrorKind::OutputIsInput), by file
 /// identity); a file that is already a shard of a set ([`SplitError::AlreadySplit`]); a
 /// limit of 0, a file without tensors, a tensor of unknown size, a plan of more than 65,535
 /// shards, and an empty shard other than a metadata-only first ([`SplitError::Refused`]).
@@ -306,7 +306,7 @@ pub fn split_file_with(
     let gguf = input.gguf();
     if !dir.as_os_str().is_empty() {
         std::fs::create_dir_all(&dir)
-            .map_err(|source| WriteError::Create { path: dir.clone(), source })?;
+            .map_err(|source| WriteError::at(dir.clone(), WriteErrorKind::Create { source }))?;
     }
     // The bytes copied are those of the file whose header was parsed (held open since).
     let data = input.file().ok_or_else(|| refuse(SplitRefusal::NotAFile))?;
@@ -385,7 +385,8 @@ fn rename_set(pending: Vec<(ClosedTemp, WrittenFile)>) -> Result<Vec<WrittenFile
     let Some(first_dest) = pending.first().map(|(t, _)| t.dest().to_path_buf()) else {
         return Ok(Vec::new());
     };
-    let create_err = |path: &Path, source| WriteError::Create { path: path.to_path_buf(), source };
+    let create_err =
+        |path: &Path, source| WriteError::at(path.to_path_buf(), WriteErrorKind::Create { source });
     match std::fs::remove_file(&first_dest) {
         Ok(()) => sync_dir(&first_dest),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -408,7 +409,7 @@ fn rename_set(pending: Vec<(ClosedTemp, WrittenFile)>) -> Result<Vec<WrittenFile
                 let _ = std::fs::remove_file(p);
             }
             let offset = written.get(k).and_then(Option::as_ref).map_or(0, |w| w.file_size);
-            return Err(WriteError::Write { path: dest, offset, source }.into());
+            return Err(WriteError::write(dest, offset, source).into());
         }
         if k == 1 {
             // Every other shard is in place before the first appears.
@@ -433,7 +434,7 @@ fn rename_set(pending: Vec<(ClosedTemp, WrittenFile)>) -> Result<Vec<WrittenFile
 /// file in bounded memory from the descriptors the shards were parsed through (each shard is
 /// opened once and held), and `out` is written to a temporary and renamed into place (through
 /// a symlink: over the file it points at). `out` must not be one of the shards, by file
-/// identity ([`WriteError::OutputIsInput`]).
+/// identity ([`WriteErrorKind::OutputIsInput`](crate::WriteErrorKind::OutputIsInput)).
 pub fn merge(shard: &Path, out: &Path, options: &OpenOptions) -> Result<WrittenFile, SplitError> {
     merge_with(shard, out, options, &mut |_, _| {})
 }
@@ -466,7 +467,7 @@ pub fn merge_with(
 ///
 /// # Errors
 ///
-/// [`WriteError::OutputIsInput`] when `out` is one of the shards; [`StreamErrorKind::Open`] for a
+/// [`WriteErrorKind::OutputIsInput`](crate::WriteErrorKind::OutputIsInput) when `out` is one of the shards; [`StreamErrorKind::Open`] for a
 /// shard held in memory (not a file); the write's errors.
 pub fn merge_set(set: &SplitFile, out: &Path) -> Result<WrittenFile, SplitError> {
     merge_set_with(set, out, &mut |_, _| {})
@@ -512,11 +513,7 @@ pub fn merge_set_with(
     let real_out = identity::resolve(out);
     // (`AtomicFile::create` removes what a killed merge into `out` left.)
     let (tmp, file_size) = write_temp(w, &sources, &files, out, true, progress)?;
-    tmp.rename().map_err(|source| WriteError::Write {
-        path: out.to_path_buf(),
-        offset: file_size,
-        source,
-    })?;
+    tmp.rename().map_err(|source| WriteError::write(out.to_path_buf(), file_size, source))?;
     sync_dir(&real_out);
     Ok(WrittenFile { path: out.to_path_buf(), tensors: sources.len(), file_size })
 }
@@ -548,12 +545,10 @@ fn write_temp(
         }
     }
     let out = if sweep { AtomicFile::create(dest) } else { AtomicFile::create_unswept(dest) }
-        .map_err(|source| WriteError::Create { path: dest.to_path_buf(), source })?;
+        .map_err(|source| WriteError::at(dest.to_path_buf(), WriteErrorKind::Create { source }))?;
     let stats = builder.write_into_with(&out, progress)?;
-    let tmp = out.close().map_err(|source| WriteError::Write {
-        path: dest.to_path_buf(),
-        offset: stats.file_size,
-        source,
-    })?;
+    let tmp = out
+        .close()
+        .map_err(|source| WriteError::write(dest.to_path_buf(), stats.file_size, source))?;
     Ok((tmp, stats.file_size))
 }

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sipllm_gguf::writer::GgufWriter;
 use sipllm_llmw::LlmwWriter;
 
-use crate::error::WriteError;
+use crate::error::{WriteError, WriteErrorKind};
 use crate::identity;
 
 /// Bytes moved per step when the kernel cannot copy for us.
@@ -584,14 +584,12 @@ impl<'a> GgufFileBuilder<'a> {
     /// one is complete and synced.
     pub fn write_to_path(self, dest: impl AsRef<Path>) -> Result<BuildStats, WriteError> {
         let dest = dest.as_ref();
-        let out = AtomicFile::create(dest)
-            .map_err(|source| WriteError::Create { path: dest.to_path_buf(), source })?;
-        let stats = self.write_into(&out)?;
-        out.commit().map_err(|source| WriteError::Write {
-            path: dest.to_path_buf(),
-            offset: stats.file_size,
-            source,
+        let out = AtomicFile::create(dest).map_err(|source| {
+            WriteError::at(dest.to_path_buf(), WriteErrorKind::Create { source })
         })?;
+        let stats = self.write_into(&out)?;
+        out.commit()
+            .map_err(|source| WriteError::write(dest.to_path_buf(), stats.file_size, source))?;
         Ok(stats)
     }
 
@@ -609,12 +607,11 @@ impl<'a> GgufFileBuilder<'a> {
         progress: &mut dyn FnMut(u64, u64),
     ) -> Result<BuildStats, WriteError> {
         let path = out.dest().to_path_buf();
-        let werr = |offset: u64, source: io::Error| WriteError::Write {
-            path: path.clone(),
-            offset,
-            source,
-        };
-        let layout = self.writer.layout().map_err(|source| WriteError::Header { source })?;
+        let werr = |offset: u64, source: io::Error| WriteError::write(path.clone(), offset, source);
+        let layout = self
+            .writer
+            .layout()
+            .map_err(|source| WriteError::from(WriteErrorKind::Header { source }))?;
         let file = out.file();
         // Extending first makes every unwritten byte (padding, skipped holes) a zero hole.
         file.set_len(layout.file_size).map_err(|e| werr(0, e))?;
@@ -641,22 +638,26 @@ impl<'a> GgufFileBuilder<'a> {
                     .map_or_else(String::new, |t| String::from_utf8_lossy(&t.name).into_owned())
             };
             match data {
-                None => return Err(WriteError::MissingData { tensor: tensor() }),
+                None => {
+                    return Err(WriteError::from(WriteErrorKind::MissingData { tensor: tensor() }));
+                }
                 Some(TensorData::Bytes(b)) => {
                     if b.len() as u64 != nbytes {
-                        return Err(WriteError::DataLength {
+                        return Err(WriteError::from(WriteErrorKind::DataLength {
                             tensor: tensor(),
                             expected: nbytes,
                             got: b.len() as u64,
-                        });
+                        }));
                     }
                     file.write_all_at(b, abs).map_err(|e| werr(abs, e))?;
                 }
                 Some(TensorData::Reader(ReaderData(mut r))) => {
                     copy_reader(&mut *r, file, abs, nbytes, &werr).map_err(|e| match e {
-                        ReaderError::Length(got) => {
-                            WriteError::DataLength { tensor: tensor(), expected: nbytes, got }
-                        }
+                        ReaderError::Length(got) => WriteError::from(WriteErrorKind::DataLength {
+                            tensor: tensor(),
+                            expected: nbytes,
+                            got,
+                        }),
                         ReaderError::Stream(e) => e,
                     })?;
                 }
@@ -691,10 +692,10 @@ impl<'a> GgufFileBuilder<'a> {
 ///
 /// # Errors
 ///
-/// [`WriteError::Llmw`]: the writer refused the model (a duplicate key, a string too
+/// [`WriteErrorKind::Llmw`](crate::WriteErrorKind::Llmw): the writer refused the model (a duplicate key, a string too
 /// long…), a tensor's reader failed, or a write failed.
 pub fn write_llmw_into(writer: LlmwWriter<'_>, out: &AtomicFile) -> Result<u64, WriteError> {
-    let fail = |source| WriteError::Llmw { path: out.dest().to_path_buf(), source };
+    let fail = |source| WriteError::at(out.dest().to_path_buf(), WriteErrorKind::Llmw { source });
     let mut w = io::BufWriter::with_capacity(COPY_BUF, PosWriter { file: out.file(), pos: 0 });
     let n = writer.write_to(&mut w).map_err(fail)?;
     w.flush().map_err(|e| fail(e.into()))?;

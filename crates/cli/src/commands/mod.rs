@@ -65,9 +65,9 @@ pub fn diagnose_open_error(path: &Path, e: &StreamError) -> FileDiagnostic {
 /// Renders a write-side error as a diagnostic about the file it concerns (its own, else
 /// `path`); returns exit code 2 (a read error inside it keeps the read side's exit code).
 pub fn report_write_error(path: &Path, e: &WriteError, ctx: &Ctx) -> Exit {
-    match e {
-        WriteError::Read(r) => report_open_error(path, r, ctx),
-        _ => report_finding(e.path().unwrap_or(path), Finding::from_error(e), ctx),
+    match e.read_error() {
+        Some(r) => report_open_error(path, r, ctx),
+        None => report_finding(e.path().unwrap_or(path), Finding::from_error(e), ctx),
     }
 }
 

@@ -429,10 +429,9 @@ impl InPlaceError {
             InPlaceError::RolledBack { offset, .. } | InPlaceError::Torn { offset, .. } => {
                 Some(*offset)
             }
-            InPlaceError::Write(WriteError::Write { offset, .. }) => Some(*offset),
+            InPlaceError::Write(e) => e.offset(),
             InPlaceError::Read(e) => e.offset(),
-            InPlaceError::Write(_)
-            | InPlaceError::Length { .. }
+            InPlaceError::Length { .. }
             | InPlaceError::BackupWrite { .. }
             | InPlaceError::BackupRemove { .. }
             | InPlaceError::NoBackup { .. }

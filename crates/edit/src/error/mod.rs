@@ -33,23 +33,34 @@ use std::path::{Path, PathBuf};
 use sipllm_format::{Kind, group};
 use sipllm_streaming::StreamError;
 
-/// Writing an output file failed or was refused; the destination was left as it was.
+/// Writing an output file failed or was refused; the destination was left as it was: the
+/// file, once ([`path`](Self::path)), around what ([`kind`](Self::kind)).
+///
+/// One pointer wide, like the read side's [`StreamError`].
+#[derive(Debug)]
+pub struct WriteError(Box<WriteInner>);
+
+/// The destination and the kind, behind [`WriteError`]'s one pointer.
+#[derive(Debug)]
+struct WriteInner {
+    path: Option<PathBuf>,
+    kind: WriteErrorKind,
+}
+
+/// What went wrong writing an output file; the destination is the [`WriteError`] around it
+/// (none for what a builder was given before any file was named).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum WriteError {
+pub enum WriteErrorKind {
     /// The output file could not be created.
     #[error("cannot create a temporary file beside it: {source}")]
     Create {
-        /// The destination.
-        path: PathBuf,
         /// The operating system's error.
         source: io::Error,
     },
     /// Writing the output failed.
     #[error("writing at offset {offset}: {source}")]
     Write {
-        /// The destination.
-        path: PathBuf,
         /// Offset of the failed write.
         offset: u64,
         /// The operating system's error.
@@ -62,11 +73,9 @@ pub enum WriteError {
         source: sipllm_gguf::writer::HeaderWriteError,
     },
     /// The `.llmw` writer refused the model or failed to write it (shown as the writer's
-    /// error; [`path`](StreamError::path) gives the destination).
+    /// error).
     #[error("{source}")]
     Llmw {
-        /// The destination.
-        path: PathBuf,
         /// The `.llmw` writer's error (I/O, or a model the format cannot hold).
         source: sipllm_llmw::LlmwWriteError,
     },
@@ -90,18 +99,12 @@ pub enum WriteError {
         /// Bytes given.
         got: u64,
     },
-    /// A writer was given an output that is one of its inputs (by file identity: a symlink or
-    /// hard link to the input is the input); nothing was written.
-    #[error(
-        "{what} {} is {}: writing it would destroy the input; nothing was written",
-        output.display(),
-        which_input(input, output)
-    )]
+    /// A writer was given an output (the error's path) that is one of its inputs (by file
+    /// identity: a symlink or hard link to the input is the input); nothing was written.
+    #[error("{}", output_is_input(what, input, None))]
     OutputIsInput {
         /// The input.
         input: PathBuf,
-        /// The output given.
-        output: PathBuf,
         /// What the output is (`the manifest`, `the output`, `shard 2`).
         what: &'static str,
     },
@@ -111,74 +114,151 @@ pub enum WriteError {
     Read(#[from] StreamError),
 }
 
-fn which_input(input: &Path, output: &Path) -> String {
-    if input == output {
-        "the input itself".to_owned()
-    } else {
-        format!("the input {} (another name for it)", input.display())
-    }
+/// The message of [`WriteErrorKind::OutputIsInput`], naming the output when it is known.
+fn output_is_input(what: &str, input: &Path, output: Option<&Path>) -> String {
+    let which = match output {
+        Some(output) if input == output => "the input itself".to_owned(),
+        _ => format!("the input {} (another name for it)", input.display()),
+    };
+    let output = output.map(|o| format!(" {}", o.display())).unwrap_or_default();
+    format!("{what}{output} is {which}: writing it would destroy the input; nothing was written")
 }
 
-impl Kind for WriteError {
+impl Kind for WriteErrorKind {
     fn code(&self) -> &'static str {
         match self {
-            WriteError::Create { .. } => "edit::write::create",
-            WriteError::Write { .. } => "edit::write::io",
-            WriteError::Header { .. } => "edit::write::header",
-            WriteError::Llmw { .. } => "edit::write::llmw",
-            WriteError::MissingData { .. } => "edit::write::missing_data",
-            WriteError::DataLength { .. } => "edit::write::data_length",
-            WriteError::OutputIsInput { .. } => "edit::write::output_is_input",
-            WriteError::Read(e) => e.code(),
+            WriteErrorKind::Create { .. } => "edit::write::create",
+            WriteErrorKind::Write { .. } => "edit::write::io",
+            WriteErrorKind::Header { .. } => "edit::write::header",
+            WriteErrorKind::Llmw { .. } => "edit::write::llmw",
+            WriteErrorKind::MissingData { .. } => "edit::write::missing_data",
+            WriteErrorKind::DataLength { .. } => "edit::write::data_length",
+            WriteErrorKind::OutputIsInput { .. } => "edit::write::output_is_input",
+            WriteErrorKind::Read(e) => e.code(),
         }
     }
 
     fn help(&self) -> &'static str {
         match self {
-            WriteError::Create { .. } => {
+            WriteErrorKind::Create { .. } => {
                 "the destination's directory must exist and be \
                 writable (the new file is written beside the destination, then renamed)."
             }
-            WriteError::Write { .. } => {
+            WriteErrorKind::Write { .. } => {
                 "the disk may be full or failing; the destination was \
                 left untouched."
             }
-            WriteError::Header { .. } => {
+            WriteErrorKind::Header { .. } => {
                 "the metadata or tensor list to write is invalid; \
                 nothing was written."
             }
-            WriteError::Llmw { .. } => {
+            WriteErrorKind::Llmw { .. } => {
                 "the disk may be full or failing, a tensor's \
                 source could not be read, or the model has what .llmw cannot hold; the \
                 destination was left untouched."
             }
-            WriteError::MissingData { .. } | WriteError::DataLength { .. } => {
+            WriteErrorKind::MissingData { .. } | WriteErrorKind::DataLength { .. } => {
                 "give every \
                 tensor exactly its byte size of data (type and dims decide it)."
             }
-            WriteError::OutputIsInput { .. } => {
+            WriteErrorKind::OutputIsInput { .. } => {
                 "give an output path that is not the input: a \
                 symlink or a hard link to the input names the input too."
             }
-            WriteError::Read(e) => e.help(),
+            WriteErrorKind::Read(e) => e.help(),
         }
     }
 }
 
-impl WriteError {
-    /// The file the error concerns, when known.
-    pub fn path(&self) -> Option<&Path> {
-        match self {
-            WriteError::Create { path, .. }
-            | WriteError::Write { path, .. }
-            | WriteError::Llmw { path, .. }
-            | WriteError::OutputIsInput { output: path, .. } => Some(path),
-            WriteError::Read(e) => e.path(),
-            // What a builder was given, before any file was named.
-            WriteError::Header { .. }
-            | WriteError::MissingData { .. }
-            | WriteError::DataLength { .. } => None,
+impl Kind for WriteError {
+    fn code(&self) -> &'static str {
+        self.0.kind.code()
+    }
+
+    fn help(&self) -> &'static str {
+        self.0.kind.help()
+    }
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0.kind {
+            WriteErrorKind::OutputIsInput { input, what } => {
+                f.write_str(&output_is_input(what, input, self.0.path.as_deref()))
+            }
+            kind => kind.fmt(f),
         }
+    }
+}
+
+impl std::error::Error for WriteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.kind.source()
+    }
+}
+
+impl From<WriteErrorKind> for WriteError {
+    fn from(kind: WriteErrorKind) -> WriteError {
+        WriteError(Box::new(WriteInner { path: None, kind }))
+    }
+}
+
+impl From<StreamError> for WriteError {
+    fn from(e: StreamError) -> WriteError {
+        WriteErrorKind::Read(e).into()
+    }
+}
+
+impl WriteError {
+    /// `kind`, happening to the destination `path`.
+    pub fn at(path: impl Into<PathBuf>, kind: WriteErrorKind) -> WriteError {
+        WriteError(Box::new(WriteInner { path: Some(path.into()), kind }))
+    }
+
+    /// Writing at `offset` of `path` failed ([`WriteErrorKind::Write`]).
+    pub fn write(path: impl Into<PathBuf>, offset: u64, source: io::Error) -> WriteError {
+        WriteError::at(path, WriteErrorKind::Write { offset, source })
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &WriteErrorKind {
+        &self.0.kind
+    }
+
+    /// What went wrong, owned.
+    pub fn into_kind(self) -> WriteErrorKind {
+        self.0.kind
+    }
+
+    /// The file the error concerns, when known: the destination, or for a failed read the
+    /// source's file.
+    pub fn path(&self) -> Option<&Path> {
+        match (&self.0.path, &self.0.kind) {
+            (Some(path), _) => Some(path),
+            (None, WriteErrorKind::Read(e)) => e.path(),
+            (None, _) => None,
+        }
+    }
+
+    /// The absolute byte offset the error concerns, when there is one: a failed write's, or
+    /// the read side's.
+    pub fn offset(&self) -> Option<u64> {
+        match &self.0.kind {
+            WriteErrorKind::Write { offset, .. } => Some(*offset),
+            WriteErrorKind::Read(e) => e.offset(),
+            WriteErrorKind::Create { .. }
+            | WriteErrorKind::Header { .. }
+            | WriteErrorKind::Llmw { .. }
+            | WriteErrorKind::MissingData { .. }
+            | WriteErrorKind::DataLength { .. }
+            | WriteErrorKind::OutputIsInput { .. } => None,
+        }
+    }
+
+    /// The read side's error, for [`WriteErrorKind::Read`].
+    pub fn read_error(&self) -> Option<&StreamError> {
+        // One kind holds a read error.
+        if let WriteErrorKind::Read(e) = &self.0.kind { Some(e) } else { None }
     }
 }
 

@@ -12,27 +12,34 @@ fn boxed(e: impl Kind + 'static) -> Box<dyn Kind> {
 fn every_variant_has_a_distinct_stable_code_and_help() {
     let io = || io::Error::from(io::ErrorKind::PermissionDenied);
     let cases: Vec<(Box<dyn Kind>, &str)> = vec![
-        (boxed(WriteError::Create { path: "m.gguf".into(), source: io() }), "edit::write::create"),
         (
-            boxed(WriteError::Write { path: "m.gguf".into(), offset: 5, source: io() }),
-            "edit::write::io",
+            boxed(WriteError::at("m.gguf", WriteErrorKind::Create { source: io() })),
+            "edit::write::create",
         ),
+        (boxed(WriteError::write("m.gguf", 5, io())), "edit::write::io"),
         (
-            boxed(WriteError::Header {
+            boxed(WriteError::from(WriteErrorKind::Header {
                 source: sipllm_gguf::writer::HeaderWriteError::BadAlignment,
-            }),
+            })),
             "edit::write::header",
         ),
         (
-            boxed(WriteError::Llmw {
-                path: "m.llmw".into(),
-                source: sipllm_llmw::LlmwWriteError::EmptyKey,
-            }),
+            boxed(WriteError::at(
+                "m.llmw",
+                WriteErrorKind::Llmw { source: sipllm_llmw::LlmwWriteError::EmptyKey },
+            )),
             "edit::write::llmw",
         ),
-        (boxed(WriteError::MissingData { tensor: "t".into() }), "edit::write::missing_data"),
         (
-            boxed(WriteError::DataLength { tensor: "t".into(), expected: 4, got: 5 }),
+            boxed(WriteError::from(WriteErrorKind::MissingData { tensor: "t".into() })),
+            "edit::write::missing_data",
+        ),
+        (
+            boxed(WriteError::from(WriteErrorKind::DataLength {
+                tensor: "t".into(),
+                expected: 4,
+                got: 5,
+            })),
             "edit::write::data_length",
         ),
         (
@@ -145,11 +152,10 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             "edit::input::empty_stream",
         ),
         (
-            boxed(WriteError::OutputIsInput {
-                input: "m.gguf".into(),
-                output: "link.gguf".into(),
-                what: "the manifest",
-            }),
+            boxed(WriteError::at(
+                "link.gguf",
+                WriteErrorKind::OutputIsInput { input: "m.gguf".into(), what: "the manifest" },
+            )),
             "edit::write::output_is_input",
         ),
         (boxed(InPlaceError::Changed { path: "m.gguf".into() }), "edit::in_place::changed"),

@@ -405,7 +405,7 @@ pub fn write_edited_with(
     // Hashed as it streams out (no second copy of a multi-MB header); the hasher never fails,
     // and the layout above has validated the header.
     writer.write_header(&mut hasher).map_err(|source| {
-        EditError::Write(crate::WriteError::Write { path: out.to_path_buf(), offset: 0, source })
+        EditError::Write(crate::WriteError::write(out.to_path_buf(), 0, source))
     })?;
     let header_hash = (layout.header_len, hasher.0.digest());
     let report = Report {
@@ -416,7 +416,10 @@ pub fn write_edited_with(
     };
     // Nothing has been created so far; from here on, only a temporary beside OUT.
     let tmp = AtomicFile::create(out).map_err(|source| {
-        EditError::Write(crate::WriteError::Create { path: out.to_path_buf(), source })
+        EditError::Write(crate::WriteError::at(
+            out.to_path_buf(),
+            crate::WriteErrorKind::Create { source },
+        ))
     })?;
     let mut builder = GgufFileBuilder::new(writer);
     for (i, t) in gguf.tensor_infos().iter().enumerate() {

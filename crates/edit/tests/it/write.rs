@@ -7,7 +7,7 @@ use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
 
 use sipllm_edit::write::{BuildStats, ReaderData};
-use sipllm_edit::{AtomicFile, GgufFileBuilder, TensorData, WriteError, copy_range};
+use sipllm_edit::{AtomicFile, GgufFileBuilder, TensorData, WriteErrorKind, copy_range};
 use sipllm_gguf::{GgmlType, writer::GgufWriter};
 use sipllm_testkit::{GgufBuilder, Value};
 
@@ -239,20 +239,26 @@ fn wrong_or_missing_data_is_refused_before_the_destination_changes() {
     b.set_data(0, TensorData::Bytes(&[0; 63]));
     let err = b.write_to_path(&dest).unwrap_err();
     assert!(
-        matches!(&err, WriteError::DataLength { tensor, expected: 64, got: 63 } if tensor == "t0"),
+        matches!(err.kind(), WriteErrorKind::DataLength { tensor, expected: 64, got: 63 } if tensor == "t0"),
         "{err}"
     );
     let mut b = GgufFileBuilder::new(GgufWriter::from_gguf(&gguf));
     b.set_data(0, TensorData::Bytes(&[0; 64]));
     let err = b.write_to_path(&dest).unwrap_err();
-    assert!(matches!(&err, WriteError::MissingData { tensor } if tensor == "t1"), "{err}");
+    assert!(
+        matches!(err.kind(), WriteErrorKind::MissingData { tensor } if tensor == "t1"),
+        "{err}"
+    );
     assert_eq!(err.code(), "edit::write::missing_data");
     let mut b = GgufFileBuilder::new(GgufWriter::from_gguf(&gguf));
     b.set_data(0, TensorData::Bytes(&[0; 64]));
     b.set_data(1, TensorData::Reader(ReaderData(Box::new(&[0u8; 69][..]))));
     b.set_data(2, TensorData::Bytes(&[0; 10]));
     let err = b.write_to_path(&dest).unwrap_err();
-    assert!(matches!(&err, WriteError::DataLength { expected: 68, got: 69, .. }), "{err}");
+    assert!(
+        matches!(err.kind(), WriteErrorKind::DataLength { expected: 68, got: 69, .. }),
+        "{err}"
+    );
     assert!(!dest.exists());
     assert!(dir_entries(&dir).is_empty());
     std::fs::remove_dir_all(dir).unwrap();
