@@ -23,8 +23,8 @@
 //! model ([`sipllm_streaming::lock`]: a second editor is refused, readers wait) and after checking, under
 //! that lock, that the model's header is still the one the new header was planned from (a
 //! concurrent edit that finished first is never silently undone). If step 2 fails it writes
-//! the old bytes back itself and removes the backup ([`InPlaceError::RolledBack`]); if
-//! that fails too, the backup stays ([`InPlaceError::Torn`]).
+//! the old bytes back itself and removes the backup ([`InPlaceErrorKind::RolledBack`](crate::InPlaceErrorKind::RolledBack)); if
+//! that fails too, the backup stays ([`InPlaceErrorKind::Torn`](crate::InPlaceErrorKind::Torn)).
 //!
 //! A crash before step 1 completes leaves the model untouched (and at most a stray
 //! temporary). A crash after it leaves the backup: [`HeaderBackup::pending`] tells a caller
@@ -67,7 +67,7 @@ use sipllm_streaming::lock::ExclusiveLock;
 use sipllm_streaming::{Backend, FileBacking, GgufFile, OpenOptions, StreamError, StreamErrorKind};
 
 pub use crate::error::BackupDefect;
-use crate::error::{InPlaceError, WriteError};
+use crate::error::{InPlaceError, InPlaceErrorKind, WriteError};
 use crate::identity::{self, FileId};
 use crate::input::InputError;
 use crate::write::AtomicFile;
@@ -141,8 +141,8 @@ impl HeaderBackup {
     ///
     /// # Errors
     ///
-    /// [`InPlaceError::Pending`] when the model already has a backup (it is kept);
-    /// [`InPlaceError::BackupWrite`] when the backup cannot be written (the model is not
+    /// [`InPlaceErrorKind::Pending`](crate::InPlaceErrorKind::Pending) when the model already has a backup (it is kept);
+    /// [`InPlaceErrorKind::BackupWrite`](crate::InPlaceErrorKind::BackupWrite) when the backup cannot be written (the model is not
     /// touched), or when a run lies outside `old_header`.
     pub fn write(
         model: &Path,
@@ -152,10 +152,12 @@ impl HeaderBackup {
         runs: &[Range<usize>],
     ) -> Result<HeaderBackup, InPlaceError> {
         let path = HeaderBackup::path_of(model);
-        let fail = |source| InPlaceError::BackupWrite {
-            path: model.to_path_buf(),
-            backup: path.clone(),
-            source,
+        let fail = |source| {
+            InPlaceError::with_backup(
+                model.to_path_buf(),
+                path.clone(),
+                InPlaceErrorKind::BackupWrite { source },
+            )
         };
         let meta = file.metadata().map_err(fail)?;
         let id = FileId::of_metadata(&meta);
@@ -168,7 +170,7 @@ impl HeaderBackup {
         match tmp.commit_new() {
             Ok(()) => Ok(HeaderBackup { model: model.to_path_buf(), path }),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                Err(InPlaceError::Pending { path: model.to_path_buf(), backup: path })
+                Err(InPlaceError::with_backup(model.to_path_buf(), path, InPlaceErrorKind::Pending))
             }
             Err(e) => Err(fail(e)),
         }
@@ -189,17 +191,18 @@ impl HeaderBackup {
     ///
     /// # Errors
     ///
-    /// [`InPlaceError::BackupRemove`] when the file cannot be removed.
+    /// [`InPlaceErrorKind::BackupRemove`](crate::InPlaceErrorKind::BackupRemove) when the file cannot be removed.
     pub fn remove(self) -> Result<(), InPlaceError> {
         self.remove_after(false)
     }
 
     fn remove_after(self, recovered: bool) -> Result<(), InPlaceError> {
-        remove_file(&self.path).map_err(|source| InPlaceError::BackupRemove {
-            path: self.model.clone(),
-            backup: self.path.clone(),
-            recovered,
-            source,
+        remove_file(&self.path).map_err(|source| {
+            InPlaceError::with_backup(
+                self.model.clone(),
+                self.path.clone(),
+                InPlaceErrorKind::BackupRemove { recovered, source },
+            )
         })
     }
 }
@@ -365,23 +368,23 @@ pub struct InPlaceStats {
 ///
 /// # Errors
 ///
-/// - [`InPlaceError::Length`]: the headers' lengths differ; nothing was written;
+/// - [`InPlaceErrorKind::Length`](crate::InPlaceErrorKind::Length): the headers' lengths differ; nothing was written;
 /// - [`StreamErrorKind::Locked`]: another process holds a lock on the model (an in-place edit,
 ///   or a reader); nothing was written;
 /// - [`StreamErrorKind::Open`]: the model's length cannot be read; nothing was written;
-/// - [`InPlaceError::FileTooShort`]: the model is shorter than the header; nothing was
+/// - [`InPlaceErrorKind::FileTooShort`](crate::InPlaceErrorKind::FileTooShort): the model is shorter than the header; nothing was
 ///   written;
-/// - [`InPlaceError::Changed`]: the model's header is not `old_header` (any more);
+/// - [`InPlaceErrorKind::Changed`](crate::InPlaceErrorKind::Changed): the model's header is not `old_header` (any more);
 ///   nothing was written;
-/// - [`InPlaceError::Pending`]: the model has a backup already (an interrupted
+/// - [`InPlaceErrorKind::Pending`](crate::InPlaceErrorKind::Pending): the model has a backup already (an interrupted
 ///   rewrite); nothing was written;
-/// - [`InPlaceError::BackupWrite`]: the backup could not be written; the model was not
+/// - [`InPlaceErrorKind::BackupWrite`](crate::InPlaceErrorKind::BackupWrite): the backup could not be written; the model was not
 ///   changed;
-/// - [`InPlaceError::RolledBack`]: writing the new blocks failed and the old ones were
+/// - [`InPlaceErrorKind::RolledBack`](crate::InPlaceErrorKind::RolledBack): writing the new blocks failed and the old ones were
 ///   written back (the backup is removed);
-/// - [`InPlaceError::Torn`]: writing the new blocks failed and so did writing the old
+/// - [`InPlaceErrorKind::Torn`](crate::InPlaceErrorKind::Torn): writing the new blocks failed and so did writing the old
 ///   ones back: the header may be torn and the backup is kept for [`recover`];
-/// - [`InPlaceError::BackupRemove`]: the new header is complete and synced, but the
+/// - [`InPlaceErrorKind::BackupRemove`](crate::InPlaceErrorKind::BackupRemove): the new header is complete and synced, but the
 ///   backup could not be removed.
 pub fn rewrite_header_in_place(
     file: &File,
@@ -414,11 +417,10 @@ pub fn rewrite_header_locked(
     let old_len = u64_of(old_header.len()).unwrap_or(u64::MAX);
     let header_len = u64_of(new_header.len()).unwrap_or(u64::MAX);
     if old_len != header_len {
-        return Err(InPlaceError::Length {
-            path: path.to_path_buf(),
-            old: old_len,
-            new: header_len,
-        });
+        return Err(InPlaceError::at(
+            path.to_path_buf(),
+            InPlaceErrorKind::Length { old: old_len, new: header_len },
+        ));
     }
     let runs = changed_runs(old_header, new_header);
     let rewritten = runs.iter().fold(0u64, |n, r| n.saturating_add(r.len() as u64));
@@ -431,33 +433,38 @@ pub fn rewrite_header_locked(
         .map_err(|source| StreamError::at(path.to_path_buf(), StreamErrorKind::Open { source }))?
         .len();
     if model_len < header_len {
-        return Err(InPlaceError::FileTooShort {
-            path: path.to_path_buf(),
-            len: model_len,
-            header_len,
-        });
+        return Err(InPlaceError::at(
+            path.to_path_buf(),
+            InPlaceErrorKind::FileTooShort { len: model_len, header_len },
+        ));
     }
     if !file_starts_with(file, old_header)
         .map_err(|e| StreamError::read(Some(path), 0, old_len, e))?
     {
-        return Err(InPlaceError::Changed { path: path.to_path_buf() });
+        return Err(InPlaceError::at(path.to_path_buf(), InPlaceErrorKind::Changed));
     }
     if let Some(backup) = HeaderBackup::pending(path) {
-        return Err(InPlaceError::Pending { path: path.to_path_buf(), backup });
+        return Err(InPlaceError::with_backup(
+            path.to_path_buf(),
+            backup,
+            InPlaceErrorKind::Pending,
+        ));
     }
     let backup = HeaderBackup::write(path, file, model_len, old_header, &stats.runs)?;
     if let Err((offset, source)) = write_runs(file, new_header, &stats.runs) {
         // Put the old bytes back right away; if that fails too, the backup stays.
         let backup_path = backup.path.clone();
         if write_runs(file, old_header, &stats.runs).is_ok() && backup.remove().is_ok() {
-            return Err(InPlaceError::RolledBack { path: path.to_path_buf(), offset, source });
+            return Err(InPlaceError::at(
+                path.to_path_buf(),
+                InPlaceErrorKind::RolledBack { offset, source },
+            ));
         }
-        return Err(InPlaceError::Torn {
-            path: path.to_path_buf(),
-            backup: backup_path,
-            offset,
-            source,
-        });
+        return Err(InPlaceError::with_backup(
+            path.to_path_buf(),
+            backup_path,
+            InPlaceErrorKind::Torn { offset, source },
+        ));
     }
     backup.remove()?;
     Ok(stats)
@@ -505,31 +512,34 @@ pub struct RecoverStats {
 ///
 /// # Errors
 ///
-/// - [`InPlaceError::NoBackup`]: `model` has no backup;
-/// - [`InPlaceError::BackupRead`]: the backup cannot be read;
-/// - [`InPlaceError::BadBackup`]: the backup is not a record `sipllm` wrote, is
+/// - [`InPlaceErrorKind::NoBackup`](crate::InPlaceErrorKind::NoBackup): `model` has no backup;
+/// - [`InPlaceErrorKind::BackupRead`](crate::InPlaceErrorKind::BackupRead): the backup cannot be read;
+/// - [`InPlaceErrorKind::BadBackup`](crate::InPlaceErrorKind::BadBackup): the backup is not a record `sipllm` wrote, is
 ///   damaged, or describes a header past the model (the model is not written);
 /// - [`StreamErrorKind::Open`]: the model cannot be opened for writing;
 /// - [`StreamErrorKind::Locked`]: another process holds a lock on the model;
-/// - [`InPlaceError::OtherFile`]: the backup was made for another file (device and
+/// - [`InPlaceErrorKind::OtherFile`](crate::InPlaceErrorKind::OtherFile): the backup was made for another file (device and
 ///   inode differ); the model is not written;
-/// - [`InPlaceError::WrongModel`]: the model's length is not the recorded one (it is
+/// - [`InPlaceErrorKind::WrongModel`](crate::InPlaceErrorKind::WrongModel): the model's length is not the recorded one (it is
 ///   not written);
 /// - [`StreamErrorKind::Io`] / [`StreamErrorKind::UnexpectedEof`]: reading the header region failed;
-/// - [`InPlaceError::BackupMismatch`]: the backup's blocks over the current header would
+/// - [`InPlaceErrorKind::BackupMismatch`](crate::InPlaceErrorKind::BackupMismatch): the backup's blocks over the current header would
 ///   not give the recorded header; the model is not written;
-/// - [`InPlaceError::RestoreWrite`]: writing or syncing the old bytes failed;
-/// - [`InPlaceError::RestoreMismatch`]: after the write, the header region does not hash
+/// - [`InPlaceErrorKind::RestoreWrite`](crate::InPlaceErrorKind::RestoreWrite): writing or syncing the old bytes failed;
+/// - [`InPlaceErrorKind::RestoreMismatch`](crate::InPlaceErrorKind::RestoreMismatch): after the write, the header region does not hash
 ///   to the recorded value;
-/// - [`InPlaceError::RestoredInvalid`]: the restored model does not open;
-/// - [`InPlaceError::BackupRemove`]: all is restored and checked, but the backup could
+/// - [`InPlaceErrorKind::RestoredInvalid`](crate::InPlaceErrorKind::RestoredInvalid): the restored model does not open;
+/// - [`InPlaceErrorKind::BackupRemove`](crate::InPlaceErrorKind::BackupRemove): all is restored and checked, but the backup could
 ///   not be removed.
 pub fn recover(model: &Path) -> Result<RecoverStats, InPlaceError> {
     let backup = HeaderBackup::path_of(model);
     let path = || model.to_path_buf();
-    let bad = |defect| InPlaceError::BadBackup { path: path(), backup: backup.clone(), defect };
-    let read_err =
-        |source| InPlaceError::BackupRead { path: path(), backup: backup.clone(), source };
+    let bad = |defect| {
+        InPlaceError::with_backup(path(), backup.clone(), InPlaceErrorKind::BadBackup { defect })
+    };
+    let read_err = |source| {
+        InPlaceError::with_backup(path(), backup.clone(), InPlaceErrorKind::BackupRead { source })
+    };
     let max_header = Limits::default().max_header_bytes;
     // Capped and regular files only, opened without blocking: a FIFO or `/dev/zero` put
     // there is refused at once, not read forever.
@@ -539,7 +549,7 @@ pub fn recover(model: &Path) -> Result<RecoverStats, InPlaceError> {
         Err(InputError::Read(e)) => match e.into_kind() {
             StreamErrorKind::NotAFile { .. } => return Err(bad(BackupDefect::NotAFile)),
             StreamErrorKind::Open { source } if source.kind() == io::ErrorKind::NotFound => {
-                return Err(InPlaceError::NoBackup { path: path(), backup });
+                return Err(InPlaceError::with_backup(path(), backup, InPlaceErrorKind::NoBackup));
             }
             StreamErrorKind::Open { source } | StreamErrorKind::Io { source, .. } => {
                 return Err(read_err(source));
@@ -555,16 +565,15 @@ pub fn recover(model: &Path) -> Result<RecoverStats, InPlaceError> {
     let _lock = ExclusiveLock::try_new(&file, model)?;
     let model_meta = file.metadata().map_err(open_err)?;
     if rec.id.is_some_and(|id| id != FileId::of_metadata(&model_meta).dev_ino()) {
-        return Err(InPlaceError::OtherFile { path: path(), backup });
+        return Err(InPlaceError::with_backup(path(), backup, InPlaceErrorKind::OtherFile));
     }
     let len = model_meta.len();
     if len != rec.model_len {
-        return Err(InPlaceError::WrongModel {
-            path: path(),
+        return Err(InPlaceError::with_backup(
+            path(),
             backup,
-            len,
-            recorded_len: rec.model_len,
-        });
+            InPlaceErrorKind::WrongModel { len, recorded_len: rec.model_len },
+        ));
     }
     if rec.data_offset > len.min(max_header) {
         return Err(bad(BackupDefect::HeaderPastEnd));
@@ -598,17 +607,18 @@ pub fn recover(model: &Path) -> Result<RecoverStats, InPlaceError> {
         }
     }
     if xxh3_64(&header) != rec.header_hash {
-        return Err(InPlaceError::BackupMismatch { path: path(), backup });
+        return Err(InPlaceError::with_backup(path(), backup, InPlaceErrorKind::BackupMismatch));
     }
-    let restore_err =
-        |source| InPlaceError::RestoreWrite { path: path(), backup: backup.clone(), source };
+    let restore_err = |source| {
+        InPlaceError::with_backup(path(), backup.clone(), InPlaceErrorKind::RestoreWrite { source })
+    };
     for (offset, old) in &rec.runs {
         file.write_all_at(old, *offset).map_err(restore_err)?;
     }
     file.sync_data().map_err(restore_err)?;
     read_header(&mut header)?;
     if xxh3_64(&header) != rec.header_hash {
-        return Err(InPlaceError::RestoreMismatch { path: path(), backup });
+        return Err(InPlaceError::with_backup(path(), backup, InPlaceErrorKind::RestoreMismatch));
     }
     drop(header);
     // Through the locked descriptor: opening the path anew would wait for our own lock.
@@ -618,7 +628,11 @@ pub fn recover(model: &Path) -> Result<RecoverStats, InPlaceError> {
         .and_then(|clone| FileBacking::from_file(clone, model, Backend::Pread))
         .and_then(|backing| GgufFile::from_backing(backing, &OpenOptions::default()));
     if let Err(e) = reopened {
-        return Err(InPlaceError::RestoredInvalid { path: path(), backup, source: Box::new(e) });
+        return Err(InPlaceError::with_backup(
+            path(),
+            backup,
+            InPlaceErrorKind::RestoredInvalid { source: Box::new(e) },
+        ));
     }
     let runs = rec.runs.len();
     HeaderBackup { model: path(), path: backup.clone() }.remove_after(true)?;

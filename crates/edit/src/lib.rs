@@ -69,7 +69,9 @@ pub mod split;
 pub mod toy;
 pub mod write;
 
-pub use error::{InPlaceError, SplitError, SplitRefusal, WriteError, WriteErrorKind};
+pub use error::{
+    InPlaceError, InPlaceErrorKind, SplitError, SplitRefusal, WriteError, WriteErrorKind,
+};
 pub use in_place::{
     HeaderBackup, InPlaceStats, RecoverStats, rewrite_header_in_place, rewrite_header_locked,
 };

@@ -16,7 +16,7 @@ use clap::ArgMatches;
 use sipllm_edit::header::{
     self, Edit, EditError, EditErrors, EditOptions, InPlace, Input, OutOfPlace, Rewritten,
 };
-use sipllm_edit::{HeaderBackup, InPlaceError, in_place};
+use sipllm_edit::{HeaderBackup, InPlaceError, InPlaceErrorKind, in_place};
 
 use crate::cli::EditArgs;
 use crate::commands::{UrlRefusal, refuse_url, report_open_error, usage_error};
@@ -77,7 +77,7 @@ pub fn run(args: &EditArgs, matches: Option<&ArgMatches>, ctx: &Ctx) -> io::Resu
 /// The interrupted in-place edit `model` has a header backup of, if any.
 pub fn pending(model: &Path) -> Option<InPlaceError> {
     let backup = HeaderBackup::pending(model)?;
-    Some(InPlaceError::Pending { path: model.to_path_buf(), backup })
+    Some(InPlaceError::with_backup(model.to_path_buf(), backup, InPlaceErrorKind::Pending))
 }
 
 /// The edits that parse, in command-line order, and every argument that is wrong (in that
@@ -165,8 +165,8 @@ fn report(errors: &EditErrors, path: &Path, ctx: &Ctx) -> Exit {
         match e {
             EditError::Open(e) => exit = report_open_error(path, e, ctx),
             // The output's backup, too, is about the output (its help names it).
-            EditError::InPlace(e) => match &**e {
-                InPlaceError::Pending { path, .. } => in_place_error(e, &display(path)),
+            EditError::InPlace(e) => match (e.kind(), e.path()) {
+                (InPlaceErrorKind::Pending, Some(path)) => in_place_error(e, &display(path)),
                 _ => in_place_error(e, &name),
             },
             e => edit_error(e, &name),

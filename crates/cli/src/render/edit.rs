@@ -261,11 +261,9 @@ pub fn edit_error(e: &EditError, file: &str) {
 
 /// An in-place rewrite or recovery error.
 pub fn in_place_error(e: &InPlaceError, file: &str) {
-    let message = match e {
-        InPlaceError::Read(r) if matches!(r.kind(), StreamErrorKind::Locked { .. }) => {
-            format!("{file}: {r}")
-        }
-        other => other.to_string(),
+    let message = match e.read_error() {
+        Some(r) if matches!(r.kind(), StreamErrorKind::Locked { .. }) => format!("{file}: {r}"),
+        _ => e.to_string(),
     };
     print_error(&escape::message(&message), e.help(), file);
 }

@@ -19,12 +19,15 @@
 //! [`InPlaceError`] names the model and its backup, since which of the two is in what state
 //! is what it says.
 //!
-//! One file per type: this one ([`WriteError`]), `split.rs`, `in_place.rs`.
+//! One file per type: this one ([`WriteError`]), `split.rs`, `in_place.rs` (with
+//! `backup_defect.rs`).
 
+mod backup_defect;
 mod in_place;
 mod split;
 
-pub use in_place::{BackupDefect, InPlaceError};
+pub use backup_defect::BackupDefect;
+pub use in_place::{InPlaceError, InPlaceErrorKind};
 pub use split::{SplitError, SplitRefusal};
 
 use std::io;

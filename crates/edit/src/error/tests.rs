@@ -52,95 +52,99 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
         ),
         (boxed(SplitError::Busy { path: "m.gguf".into(), dir: "out".into() }), "edit::split::busy"),
         (
-            boxed(InPlaceError::Length { path: "m.gguf".into(), old: 576, new: 608 }),
+            boxed(InPlaceError::at("m.gguf", InPlaceErrorKind::Length { old: 576, new: 608 })),
             "edit::in_place::length_mismatch",
         ),
         (
-            boxed(InPlaceError::BackupWrite {
-                path: "m.gguf".into(),
-                backup: ".m.gguf.header-backup".into(),
-                source: io(),
-            }),
+            boxed(InPlaceError::with_backup(
+                "m.gguf",
+                ".m.gguf.header-backup",
+                InPlaceErrorKind::BackupWrite { source: io() },
+            )),
             "edit::in_place::backup_write",
         ),
         (
-            boxed(InPlaceError::RolledBack { path: "m.gguf".into(), offset: 0, source: io() }),
+            boxed(InPlaceError::at(
+                "m.gguf",
+                InPlaceErrorKind::RolledBack { offset: 0, source: io() },
+            )),
             "edit::in_place::rolled_back",
         ),
         (
-            boxed(InPlaceError::Torn {
-                path: "m.gguf".into(),
-                backup: ".m.gguf.header-backup".into(),
-                offset: 4096,
-                source: io(),
-            }),
+            boxed(InPlaceError::with_backup(
+                "m.gguf",
+                ".m.gguf.header-backup",
+                InPlaceErrorKind::Torn { offset: 4096, source: io() },
+            )),
             "edit::in_place::torn",
         ),
         (
-            boxed(InPlaceError::BackupRemove {
-                path: "m.gguf".into(),
-                backup: ".m.gguf.header-backup".into(),
-                recovered: false,
-                source: io(),
-            }),
+            boxed(InPlaceError::with_backup(
+                "m.gguf",
+                ".m.gguf.header-backup",
+                InPlaceErrorKind::BackupRemove { recovered: false, source: io() },
+            )),
             "edit::in_place::backup_remove",
         ),
         (
-            boxed(InPlaceError::NoBackup {
-                path: "m.gguf".into(),
-                backup: ".m.gguf.header-backup".into(),
-            }),
+            boxed(InPlaceError::with_backup(
+                "m.gguf",
+                ".m.gguf.header-backup",
+                InPlaceErrorKind::NoBackup,
+            )),
             "edit::in_place::no_backup",
         ),
         (
-            boxed(InPlaceError::BackupRead {
-                path: "m.gguf".into(),
-                backup: ".m.gguf.header-backup".into(),
-                source: io(),
-            }),
+            boxed(InPlaceError::with_backup(
+                "m.gguf",
+                ".m.gguf.header-backup",
+                InPlaceErrorKind::BackupRead { source: io() },
+            )),
             "edit::in_place::backup_read",
         ),
         (
-            boxed(InPlaceError::BadBackup {
-                path: "m.gguf".into(),
-                backup: ".m.gguf.header-backup".into(),
-                defect: BackupDefect::NotARecord,
-            }),
+            boxed(InPlaceError::with_backup(
+                "m.gguf",
+                ".m.gguf.header-backup",
+                InPlaceErrorKind::BadBackup { defect: BackupDefect::NotARecord },
+            )),
             "edit::in_place::bad_backup",
         ),
         (
-            boxed(InPlaceError::WrongModel {
-                path: "m.gguf".into(),
-                backup: ".m.gguf.header-backup".into(),
-                len: 2432,
-                recorded_len: 2433,
-            }),
+            boxed(InPlaceError::with_backup(
+                "m.gguf",
+                ".m.gguf.header-backup",
+                InPlaceErrorKind::WrongModel { len: 2432, recorded_len: 2433 },
+            )),
             "edit::in_place::wrong_model",
         ),
         (
-            boxed(InPlaceError::RestoreWrite {
-                path: "m.gguf".into(),
-                backup: ".m.gguf.header-backup".into(),
-                source: io(),
-            }),
+            boxed(InPlaceError::with_backup(
+                "m.gguf",
+                ".m.gguf.header-backup",
+                InPlaceErrorKind::RestoreWrite { source: io() },
+            )),
             "edit::in_place::restore_write",
         ),
         (
-            boxed(InPlaceError::RestoreMismatch {
-                path: "m.gguf".into(),
-                backup: ".m.gguf.header-backup".into(),
-            }),
+            boxed(InPlaceError::with_backup(
+                "m.gguf",
+                ".m.gguf.header-backup",
+                InPlaceErrorKind::RestoreMismatch,
+            )),
             "edit::in_place::restore_mismatch",
         ),
         (
-            boxed(InPlaceError::RestoredInvalid {
-                path: "m.gguf".into(),
-                backup: ".m.gguf.header-backup".into(),
-                source: Box::new(StreamError::new(
-                    Some("m.gguf".into()),
-                    StreamErrorKind::TooShort { len: 0 },
-                )),
-            }),
+            boxed(InPlaceError::with_backup(
+                "m.gguf",
+                ".m.gguf.header-backup",
+                InPlaceErrorKind::RestoredInvalid {
+                    source: Box::new(StreamError::new(
+                        Some("m.gguf".into()),
+                        StreamErrorKind::TooShort { len: 0 },
+                    )),
+                },
+            )),
             "edit::in_place::restored_invalid",
         ),
         (
@@ -158,30 +162,36 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             )),
             "edit::write::output_is_input",
         ),
-        (boxed(InPlaceError::Changed { path: "m.gguf".into() }), "edit::in_place::changed"),
+        (boxed(InPlaceError::at("m.gguf", InPlaceErrorKind::Changed)), "edit::in_place::changed"),
         (
-            boxed(InPlaceError::FileTooShort { path: "m.gguf".into(), len: 10, header_len: 64 }),
+            boxed(InPlaceError::at(
+                "m.gguf",
+                InPlaceErrorKind::FileTooShort { len: 10, header_len: 64 },
+            )),
             "edit::in_place::file_too_short",
         ),
         (
-            boxed(InPlaceError::Pending {
-                path: "m.gguf".into(),
-                backup: ".m.gguf.header-backup".into(),
-            }),
+            boxed(InPlaceError::with_backup(
+                "m.gguf",
+                ".m.gguf.header-backup",
+                InPlaceErrorKind::Pending,
+            )),
             "edit::in_place::pending",
         ),
         (
-            boxed(InPlaceError::OtherFile {
-                path: "m.gguf".into(),
-                backup: ".m.gguf.header-backup".into(),
-            }),
+            boxed(InPlaceError::with_backup(
+                "m.gguf",
+                ".m.gguf.header-backup",
+                InPlaceErrorKind::OtherFile,
+            )),
             "edit::in_place::other_file",
         ),
         (
-            boxed(InPlaceError::BackupMismatch {
-                path: "m.gguf".into(),
-                backup: ".m.gguf.header-backup".into(),
-            }),
+            boxed(InPlaceError::with_backup(
+                "m.gguf",
+                ".m.gguf.header-backup",
+                InPlaceErrorKind::BackupMismatch,
+            )),
             "edit::in_place::backup_mismatch",
         ),
     ];
@@ -207,8 +217,13 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
 fn in_place_errors_name_the_model_and_the_backup() {
     let model = PathBuf::from("m.gguf");
     let backup = PathBuf::from(".m.gguf.header-backup");
-    let bad =
-        |defect| InPlaceError::BadBackup { path: model.clone(), backup: backup.clone(), defect };
+    let bad = |defect| {
+        InPlaceError::with_backup(
+            model.clone(),
+            backup.clone(),
+            InPlaceErrorKind::BadBackup { defect },
+        )
+    };
     assert_eq!(
         bad(BackupDefect::NotARecord).to_string(),
         ".m.gguf.header-backup is not a header backup sipllm wrote (or it is damaged); m.gguf \
@@ -227,11 +242,15 @@ fn in_place_errors_name_the_model_and_the_backup() {
         bad(BackupDefect::RunPastHeader).to_string(),
         ".m.gguf.header-backup is damaged (a run past the header); m.gguf was not changed"
     );
-    let removed = |recovered| InPlaceError::BackupRemove {
-        path: model.clone(),
-        backup: backup.clone(),
-        recovered,
-        source: io::Error::from(io::ErrorKind::PermissionDenied),
+    let removed = |recovered| {
+        InPlaceError::with_backup(
+            model.clone(),
+            backup.clone(),
+            InPlaceErrorKind::BackupRemove {
+                recovered,
+                source: io::Error::from(io::ErrorKind::PermissionDenied),
+            },
+        )
     };
     assert_eq!(
         removed(false).to_string(),
@@ -243,12 +262,11 @@ fn in_place_errors_name_the_model_and_the_backup() {
         "m.gguf is restored, but the backup .m.gguf.header-backup could not be removed: \
          permission denied"
     );
-    let wrong = InPlaceError::WrongModel {
-        path: model.clone(),
-        backup: backup.clone(),
-        len: 2432,
-        recorded_len: 2433,
-    };
+    let wrong = InPlaceError::with_backup(
+        model.clone(),
+        backup.clone(),
+        InPlaceErrorKind::WrongModel { len: 2432, recorded_len: 2433 },
+    );
     assert_eq!(
         wrong.to_string(),
         "m.gguf is 2,432 bytes, but it was 2,433 when .m.gguf.header-backup was made: it is \
@@ -256,19 +274,23 @@ fn in_place_errors_name_the_model_and_the_backup() {
     );
     assert_eq!(wrong.path(), Some(model.as_path()));
     assert_eq!(wrong.offset(), None);
-    let torn = InPlaceError::Torn {
-        path: model.clone(),
-        backup: backup.clone(),
-        offset: 4096,
-        source: io::Error::from(io::ErrorKind::StorageFull),
-    };
+    let torn = InPlaceError::with_backup(
+        model.clone(),
+        backup.clone(),
+        InPlaceErrorKind::Torn {
+            offset: 4096,
+            source: io::Error::from(io::ErrorKind::StorageFull),
+        },
+    );
     assert_eq!(torn.offset(), Some(4096));
     assert!(torn.help().contains("sipllm edit --recover"), "{}", torn.help());
-    let invalid = InPlaceError::RestoredInvalid {
-        path: model.clone(),
+    let invalid = InPlaceError::with_backup(
+        model.clone(),
         backup,
-        source: Box::new(StreamError::new(None, StreamErrorKind::TooShort { len: 0 })),
-    };
+        InPlaceErrorKind::RestoredInvalid {
+            source: Box::new(StreamError::new(None, StreamErrorKind::TooShort { len: 0 })),
+        },
+    );
     let chained = std::error::Error::source(&invalid).map(|s| s.to_string());
     assert!(chained.is_some_and(|s| s.contains("too short")));
     assert!(invalid.to_string().ends_with("the backup .m.gguf.header-backup is kept"));

@@ -21,7 +21,7 @@ use super::{
     rewrite_planned, source_reader, write_edited_with,
 };
 use crate::HeaderBackup;
-use crate::error::InPlaceError;
+use crate::error::{InPlaceError, InPlaceErrorKind};
 use crate::identity::same_file;
 use crate::write::BuildStats;
 
@@ -96,8 +96,8 @@ pub enum InPlace {
 /// # Errors
 ///
 /// Every problem at once ([`EditErrors`]): [`EditError::Open`] (the file cannot be opened or
-/// parsed); [`EditError::InPlace`] with [`InPlaceError::Read`] of
-/// [`StreamErrorKind::Locked`] (another process holds the file) or [`InPlaceError::Pending`];
+/// parsed); [`EditError::InPlace`] with [`InPlaceErrorKind::Read`](crate::InPlaceErrorKind::Read) of
+/// [`StreamErrorKind::Locked`] (another process holds the file) or [`InPlaceErrorKind::Pending`](crate::InPlaceErrorKind::Pending);
 /// [`EditError::NotGguf`]; then what [`rewrite_in_place`](super::rewrite_in_place) refuses
 /// (every edit that cannot apply, the fit errors) and [`EditError::InPlaceCheck`] (the model
 /// was rewritten: the error says how).
@@ -108,7 +108,7 @@ pub fn edit_in_place(
 ) -> Result<InPlace, EditErrors> {
     let file = lock::open_locked(path, true).map_err(open_error)?;
     let lock =
-        ExclusiveLock::try_new(&file, path).map_err(|e| EditError::from(InPlaceError::Read(e)))?;
+        ExclusiveLock::try_new(&file, path).map_err(|e| EditError::from(InPlaceError::from(e)))?;
     // Under the lock, a backup is an interrupted edit's, never a running one's.
     refuse_pending(path)?;
     let model = parse(&file, path)?;
@@ -141,7 +141,7 @@ pub fn edit_in_place(
 /// # Errors
 ///
 /// Every problem at once ([`EditErrors`]): [`EditError::InPlace`] with
-/// [`InPlaceError::Pending`]; [`EditError::Open`]; [`EditError::NotGguf`]; every edit that
+/// [`InPlaceErrorKind::Pending`](crate::InPlaceErrorKind::Pending); [`EditError::Open`]; [`EditError::NotGguf`]; every edit that
 /// cannot apply ([`apply`]); [`EditError::Invalid`]; [`EditError::Write`];
 /// [`EditError::Check`] (the destination untouched); [`EditError::Commit`].
 pub fn edit_out_of_place(
@@ -182,14 +182,17 @@ pub fn edit_out_of_place(
     Ok(OutOfPlace::Written { report, stats })
 }
 
-/// [`InPlaceError::Pending`] when `model` has an interrupted in-place edit's header backup.
+/// [`InPlaceErrorKind::Pending`](crate::InPlaceErrorKind::Pending) when `model` has an interrupted in-place edit's header backup.
 ///
 /// # Errors
 ///
-/// [`EditError::InPlace`] with [`InPlaceError::Pending`].
+/// [`EditError::InPlace`] with [`InPlaceErrorKind::Pending`](crate::InPlaceErrorKind::Pending).
 pub fn refuse_pending(model: &Path) -> Result<(), EditError> {
     match HeaderBackup::pending(model) {
-        Some(backup) => Err(InPlaceError::Pending { path: model.to_path_buf(), backup }.into()),
+        Some(backup) => {
+            Err(InPlaceError::with_backup(model.to_path_buf(), backup, InPlaceErrorKind::Pending)
+                .into())
+        }
         None => Ok(()),
     }
 }
@@ -198,7 +201,7 @@ pub fn refuse_pending(model: &Path) -> Result<(), EditError> {
 /// anything else the read side's.
 fn open_error(e: StreamError) -> EditError {
     match e.kind() {
-        StreamErrorKind::Locked { .. } => InPlaceError::Read(e).into(),
+        StreamErrorKind::Locked { .. } => InPlaceError::from(e).into(),
         _ => EditError::Open(e),
     }
 }

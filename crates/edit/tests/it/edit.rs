@@ -9,7 +9,7 @@ use sipllm_edit::header::{
     CheckError, Edit, EditError, EditOptions, InPlace, Input, OutOfPlace, edit_in_place,
     edit_out_of_place,
 };
-use sipllm_edit::{HeaderBackup, InPlaceError};
+use sipllm_edit::{HeaderBackup, InPlaceErrorKind};
 use sipllm_gguf::writer::Value;
 use sipllm_gguf::{GgmlType, ValueType};
 use sipllm_streaming::StreamErrorKind;
@@ -81,7 +81,7 @@ fn in_place_takes_the_exclusive_lock() {
         match &errors.0[0] {
             EditError::InPlace(e) => {
                 assert!(
-                    matches!(&**e, InPlaceError::Read(r) if matches!(r.kind(), StreamErrorKind::Locked { .. })),
+                    matches!(e.read_error(), Some(r) if matches!(r.kind(), StreamErrorKind::Locked { .. })),
                     "{e:?}"
                 )
             }
@@ -111,9 +111,9 @@ fn the_calls_refuse_a_pending_backup() {
     let pending = |errors: sipllm_edit::header::EditErrors| {
         assert_eq!(codes(&errors), ["edit::in_place::pending"], "{errors}");
         match &errors.0[0] {
-            EditError::InPlace(e) => match &**e {
-                InPlaceError::Pending { path: p, .. } => p.clone(),
-                other => panic!("{other:?}"),
+            EditError::InPlace(e) => match (e.kind(), e.path()) {
+                (InPlaceErrorKind::Pending, Some(p)) => p.to_path_buf(),
+                _ => panic!("{e:?}"),
             },
             other => panic!("{other:?}"),
         }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use sipllm_edit::in_place::{
     self, BLOCK, BackupDefect, HeaderBackup, MAGIC, VERSION, changed_runs, overwrite_runs,
 };
-use sipllm_edit::{InPlaceError, rewrite_header_in_place, rewrite_header_locked};
+use sipllm_edit::{InPlaceErrorKind, rewrite_header_in_place, rewrite_header_locked};
 use sipllm_gguf::{GgmlType, Limits};
 use sipllm_streaming::lock::ExclusiveLock;
 use sipllm_streaming::{GgufFile, OpenOptions, StreamErrorKind};
@@ -208,7 +208,7 @@ fn a_rewrite_writes_only_the_changed_blocks() {
     let e = rewrite_header_in_place(&file, &path, &newer, &newer[..offset - 1]).unwrap_err();
     assert_eq!(e.code(), "edit::in_place::length_mismatch");
     assert!(
-        matches!(e, InPlaceError::Length { old, new, .. } if old == offset as u64 && new == old - 1)
+        matches!(*e.kind(), InPlaceErrorKind::Length { old, new } if old == offset as u64 && new == old - 1)
     );
     assert_eq!(&std::fs::read(&path).unwrap()[..offset], &newer[..]);
     assert_eq!(dir_entries(&dir), ["m.gguf"]);
@@ -277,7 +277,10 @@ fn recover_refuses_what_it_cannot_trust_and_leaves_the_model_alone() {
         let e = in_place::recover(&path).unwrap_err();
         assert_eq!(e.code(), code, "{e}");
         if let Some(d) = defect {
-            assert!(matches!(e, InPlaceError::BadBackup { defect, .. } if defect == d), "{e:?}");
+            assert!(
+                matches!(*e.kind(), InPlaceErrorKind::BadBackup { defect } if defect == d),
+                "{e:?}"
+            );
         }
         assert_eq!(e.path(), Some(path.as_path()));
         assert!(!e.help().is_empty());
@@ -306,7 +309,7 @@ fn recover_refuses_what_it_cannot_trust_and_leaves_the_model_alone() {
         f.set_len(Limits::default().max_header_bytes * 2 + 1).unwrap(); // sparse
         let e = in_place::recover(&path).unwrap_err();
         assert!(
-            matches!(e, InPlaceError::BadBackup { defect: BackupDefect::TooLarge, .. }),
+            matches!(e.kind(), InPlaceErrorKind::BadBackup { defect: BackupDefect::TooLarge }),
             "{e:?}"
         );
         assert_eq!(std::fs::read(&path).unwrap(), bytes);
@@ -324,7 +327,7 @@ fn recover_refuses_what_it_cannot_trust_and_leaves_the_model_alone() {
         }
         let e = in_place::recover(&path).unwrap_err();
         assert!(
-            matches!(e, InPlaceError::BadBackup { defect: BackupDefect::NotAFile, .. }),
+            matches!(e.kind(), InPlaceErrorKind::BadBackup { defect: BackupDefect::NotAFile }),
             "{special}: {e:?}"
         );
         assert!(e.to_string().contains("not a regular file"), "{e}");
@@ -366,7 +369,7 @@ fn recover_checks_the_restored_header_and_keeps_the_backup_when_it_fails() {
     std::fs::write(&backup, record(len, &garbage, &[(0, &garbage[..BLOCK])])).unwrap();
     let e = in_place::recover(&path).unwrap_err();
     assert_eq!(e.code(), "edit::in_place::restored_invalid", "{e}");
-    let InPlaceError::RestoredInvalid { source, .. } = &e else { unreachable!() };
+    let InPlaceErrorKind::RestoredInvalid { source } = e.kind() else { unreachable!() };
     assert_eq!(source.code(), "gguf::header::bad_magic");
     assert!(backup.exists());
     std::fs::remove_dir_all(dir).unwrap();
@@ -382,9 +385,9 @@ fn a_failed_header_write_keeps_the_backup_for_recovery() {
     let read_only = File::open(&path).unwrap();
     let e = rewrite_header_in_place(&read_only, &path, old, &new).unwrap_err();
     assert_eq!(e.code(), "edit::in_place::torn", "{e}");
-    let InPlaceError::Torn { backup, offset: at, .. } = &e else { unreachable!() };
+    let InPlaceErrorKind::Torn { offset: at, .. } = e.kind() else { unreachable!() };
     assert_eq!(*at, 0);
-    assert_eq!(HeaderBackup::pending(&path).as_ref(), Some(backup));
+    assert_eq!(HeaderBackup::pending(&path).as_deref(), e.backup());
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
     let stats = in_place::recover(&path).unwrap();
     assert_eq!(stats.restored, BLOCK as u64);
@@ -425,7 +428,7 @@ fn concurrent_editors_one_wins_and_the_other_is_refused() {
     let e = rewrite_header_in_place(&b, &path, old, &b_new).unwrap_err();
     assert_eq!(e.code(), "streaming::lock::busy", "{e}");
     assert!(
-        matches!(&e, InPlaceError::Read(r) if matches!(r.kind(), StreamErrorKind::Locked { exclusive: true, .. }))
+        matches!(e.read_error(), Some(r) if matches!(r.kind(), StreamErrorKind::Locked { exclusive: true, .. }))
     );
     assert!(e.to_string().contains("in use by another process"), "{e}");
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
