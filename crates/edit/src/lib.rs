@@ -70,7 +70,8 @@ pub mod toy;
 pub mod write;
 
 pub use error::{
-    InPlaceError, InPlaceErrorKind, SplitError, SplitRefusal, WriteError, WriteErrorKind,
+    InPlaceError, InPlaceErrorKind, SplitError, SplitErrorKind, SplitRefusal, WriteError,
+    WriteErrorKind,
 };
 pub use in_place::{
     HeaderBackup, InPlaceStats, RecoverStats, rewrite_header_in_place, rewrite_header_locked,

@@ -16,7 +16,7 @@ use sipllm_streaming::{
     GgufFile, OpenOptions, SplitSetError, StreamError, StreamErrorKind, WeightSource,
 };
 
-use crate::error::{SplitError, SplitRefusal, WriteError, WriteErrorKind};
+use crate::error::{SplitError, SplitErrorKind, SplitRefusal, WriteError, WriteErrorKind};
 use crate::identity::{self, refuse_output_is_open_file};
 use crate::write::{
     AtomicFile, ClosedTemp, GgufFileBuilder, TensorData, remove_stale_temps, sync_dir,
@@ -172,15 +172,17 @@ struct Prepared {
 }
 
 fn prepare(src: &Path, options: &SplitOptions) -> Result<Prepared, SplitError> {
-    let refuse = |reason: SplitRefusal| SplitError::Refused { path: src.to_path_buf(), reason };
+    let refuse = |reason: SplitRefusal| SplitError::at(src, SplitErrorKind::Refused { reason });
     let input = GgufFile::open(src, &options.open)?;
     let keys = SplitKeys::read(input.gguf(), Some(src))?;
     if keys.is_set() {
-        return Err(SplitError::AlreadySplit {
-            path: src.to_path_buf(),
-            split_no: keys.no.unwrap_or(0),
-            count: keys.count.unwrap_or(0),
-        });
+        return Err(SplitError::at(
+            src,
+            SplitErrorKind::AlreadySplit {
+                split_no: keys.no.unwrap_or(0),
+                count: keys.count.unwrap_or(0),
+            },
+        ));
     }
     match options.limit {
         SplitLimit::Tensors(0) => return Err(refuse(SplitRefusal::ZeroTensorLimit)),
@@ -280,16 +282,16 @@ pub fn plan_split(src: &Path, options: &SplitOptions) -> Result<Vec<PlannedShard
 /// a first shard stand beside shards of another run, so a kill leaves the old set, the new
 /// set, or a set without its first shard (refused as incomplete) — never a mix that
 /// validates. One split writes into a directory at a time (it holds the directory's `flock`
-/// throughout; a second is [`SplitError::Busy`] before it touches a file), so the removals
+/// throughout; a second is [`SplitErrorKind::Busy`] before it touches a file), so the removals
 /// below only ever take this run's own files. Temporaries a killed earlier run left for these
 /// names are removed first ([`crate::write::remove_stale_temps`]: those of dead processes
 /// that nobody holds locked). If a shard fails, nothing is renamed; if a rename fails, the
 /// shards already renamed are removed again.
 ///
 /// Refused: a shard name that is the input ([`WriteErrorKind::OutputIsInput`](crate::WriteErrorKind::OutputIsInput), by file
-/// identity); a file that is already a shard of a set ([`SplitError::AlreadySplit`]); a
+/// identity); a file that is already a shard of a set ([`SplitErrorKind::AlreadySplit`]); a
 /// limit of 0, a file without tensors, a tensor of unknown size, a plan of more than 65,535
-/// shards, and an empty shard other than a metadata-only first ([`SplitError::Refused`]).
+/// shards, and an empty shard other than a metadata-only first ([`SplitErrorKind::Refused`]).
 pub fn split_file(src: &Path, options: &SplitOptions) -> Result<Vec<WrittenFile>, SplitError> {
     split_file_with(src, options, &mut |_, _| {})
 }
@@ -301,7 +303,7 @@ pub fn split_file_with(
     options: &SplitOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Vec<WrittenFile>, SplitError> {
-    let refuse = |reason: SplitRefusal| SplitError::Refused { path: src.to_path_buf(), reason };
+    let refuse = |reason: SplitRefusal| SplitError::at(src, SplitErrorKind::Refused { reason });
     let Prepared { input, sizes: _, plan, count, total, dir, prefix } = prepare(src, options)?;
     let gguf = input.gguf();
     if !dir.as_os_str().is_empty() {
@@ -360,14 +362,14 @@ pub fn split_file_with(
 }
 
 /// The output directory, open and exclusively locked (`flock`, released when the split ends
-/// or dies), or [`SplitError::Busy`] when another split holds it. Where a directory cannot be
+/// or dies), or [`SplitErrorKind::Busy`] when another split holds it. Where a directory cannot be
 /// opened or locked (no `flock` on the file system), the split goes on unlocked.
 fn lock_output_dir(dir: &Path, src: &Path) -> Result<Option<File>, SplitError> {
     let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
     let Ok(handle) = File::open(dir) else { return Ok(None) };
     match sipllm_streaming::lock::try_lock_exclusive(&handle, dir) {
         Ok(()) => Ok(Some(handle)),
-        Err(_) => Err(SplitError::Busy { path: src.to_path_buf(), dir: dir.to_path_buf() }),
+        Err(_) => Err(SplitError::at(src, SplitErrorKind::Busy { dir: dir.to_path_buf() })),
     }
 }
 

@@ -73,9 +73,9 @@ pub fn report_write_error(path: &Path, e: &WriteError, ctx: &Ctx) -> Exit {
 
 /// Renders a split or merge error (as [`report_write_error`]).
 pub fn report_split_error(path: &Path, e: &SplitError, ctx: &Ctx) -> Exit {
-    match e {
-        SplitError::Read(r) => report_open_error(path, r, ctx),
-        SplitError::Write(w) => report_write_error(path, w, ctx),
+    match (e.read_error(), e.write_error()) {
+        (Some(r), _) => report_open_error(path, r, ctx),
+        (_, Some(w)) => report_write_error(path, w, ctx),
         _ => report_finding(e.path().unwrap_or(path), Finding::from_error(e), ctx),
     }
 }

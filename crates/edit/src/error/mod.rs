@@ -28,7 +28,7 @@ mod split;
 
 pub use backup_defect::BackupDefect;
 pub use in_place::{InPlaceError, InPlaceErrorKind};
-pub use split::{SplitError, SplitRefusal};
+pub use split::{SplitError, SplitErrorKind, SplitRefusal};
 
 use std::io;
 use std::path::{Path, PathBuf};

@@ -75,18 +75,29 @@ impl fmt::Display for SplitRefusal {
     }
 }
 
-/// Splitting a model into a set, or merging a set, failed or was refused.
+/// Splitting a model into a set, or merging a set, failed or was refused: the input file,
+/// once ([`path`](Self::path)), around what ([`kind`](Self::kind)).
+#[derive(Debug)]
+pub struct SplitError(Box<SplitInner>);
+
+/// The input and the kind, behind [`SplitError`]'s one pointer.
+#[derive(Debug)]
+struct SplitInner {
+    path: Option<PathBuf>,
+    kind: SplitErrorKind,
+}
+
+/// What splitting or merging refused, or which of its writes or reads failed; the input is
+/// the [`SplitError`] around it.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum SplitError {
+pub enum SplitErrorKind {
     /// The file to split is itself a shard of a set.
     #[error(
         "the file is already shard {} of {count} of a split set: merge the set first",
         u32::from(*split_no) + 1
     )]
     AlreadySplit {
-        /// The file.
-        path: PathBuf,
         /// Its `split.no`.
         split_no: u16,
         /// Its `split.count`.
@@ -96,8 +107,6 @@ pub enum SplitError {
     /// can number, an empty shard).
     #[error("{reason}")]
     Refused {
-        /// The input file.
-        path: PathBuf,
         /// Why.
         reason: SplitRefusal,
     },
@@ -109,8 +118,6 @@ pub enum SplitError {
         dir.display()
     )]
     Busy {
-        /// The input file.
-        path: PathBuf,
         /// The output directory.
         dir: PathBuf,
     },
@@ -122,49 +129,115 @@ pub enum SplitError {
     Read(#[from] StreamError),
 }
 
-impl Kind for SplitError {
+impl Kind for SplitErrorKind {
     fn code(&self) -> &'static str {
         match self {
-            SplitError::AlreadySplit { .. } => "edit::split::already_split",
-            SplitError::Refused { .. } => "edit::split::refused",
-            SplitError::Busy { .. } => "edit::split::busy",
-            SplitError::Write(e) => e.code(),
-            SplitError::Read(e) => e.code(),
+            SplitErrorKind::AlreadySplit { .. } => "edit::split::already_split",
+            SplitErrorKind::Refused { .. } => "edit::split::refused",
+            SplitErrorKind::Busy { .. } => "edit::split::busy",
+            SplitErrorKind::Write(e) => e.code(),
+            SplitErrorKind::Read(e) => e.code(),
         }
     }
 
     fn help(&self) -> &'static str {
         match self {
-            SplitError::AlreadySplit { .. } => {
+            SplitErrorKind::AlreadySplit { .. } => {
                 "merge the set into one file (`sipllm merge`) and split that."
             }
-            SplitError::Refused { reason: SplitRefusal::UnknownSize { .. }, .. } => {
+            SplitErrorKind::Refused { reason: SplitRefusal::UnknownSize { .. } } => {
                 "this tensor type is newer than this writer; a set cannot be planned without \
                  every tensor's byte size."
             }
-            SplitError::Refused { .. } => {
+            SplitErrorKind::Refused { .. } => {
                 "choose a limit that gives every shard at least one tensor and at most 65,535 \
                  shards."
             }
-            SplitError::Busy { .. } => {
+            SplitErrorKind::Busy { .. } => {
                 "wait for the other split into this directory to end, or write the set into \
                  another directory (`--out-dir DIR`)."
             }
-            SplitError::Write(e) => e.help(),
-            SplitError::Read(e) => e.help(),
+            SplitErrorKind::Write(e) => e.help(),
+            SplitErrorKind::Read(e) => e.help(),
         }
     }
 }
 
+impl Kind for SplitError {
+    fn code(&self) -> &'static str {
+        self.0.kind.code()
+    }
+
+    fn help(&self) -> &'static str {
+        self.0.kind.help()
+    }
+}
+
+impl fmt::Display for SplitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.kind.fmt(f)
+    }
+}
+
+impl std::error::Error for SplitError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.0.kind)
+    }
+}
+
+impl From<SplitErrorKind> for SplitError {
+    fn from(kind: SplitErrorKind) -> SplitError {
+        SplitError(Box::new(SplitInner { path: None, kind }))
+    }
+}
+
+impl From<WriteError> for SplitError {
+    fn from(e: WriteError) -> SplitError {
+        SplitErrorKind::Write(e).into()
+    }
+}
+
+impl From<StreamError> for SplitError {
+    fn from(e: StreamError) -> SplitError {
+        SplitErrorKind::Read(e).into()
+    }
+}
+
 impl SplitError {
-    /// The file the error concerns, when known.
+    /// `kind`, happening to the input at `path`.
+    pub fn at(path: impl Into<PathBuf>, kind: SplitErrorKind) -> SplitError {
+        SplitError(Box::new(SplitInner { path: Some(path.into()), kind }))
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &SplitErrorKind {
+        &self.0.kind
+    }
+
+    /// What went wrong, owned.
+    pub fn into_kind(self) -> SplitErrorKind {
+        self.0.kind
+    }
+
+    /// The write error, for [`SplitErrorKind::Write`].
+    pub fn write_error(&self) -> Option<&WriteError> {
+        // One kind holds a write error.
+        if let SplitErrorKind::Write(e) = &self.0.kind { Some(e) } else { None }
+    }
+
+    /// The read side's error, for [`SplitErrorKind::Read`].
+    pub fn read_error(&self) -> Option<&StreamError> {
+        // One kind holds a read error.
+        if let SplitErrorKind::Read(e) = &self.0.kind { Some(e) } else { None }
+    }
+
+    /// The file the error concerns, when known: the input, or an inner write's or read's.
     pub fn path(&self) -> Option<&Path> {
-        match self {
-            SplitError::AlreadySplit { path, .. }
-            | SplitError::Refused { path, .. }
-            | SplitError::Busy { path, .. } => Some(path),
-            SplitError::Write(e) => e.path(),
-            SplitError::Read(e) => e.path(),
+        match (&self.0.path, &self.0.kind) {
+            (Some(path), _) => Some(path),
+            (None, SplitErrorKind::Write(e)) => e.path(),
+            (None, SplitErrorKind::Read(e)) => e.path(),
+            (None, _) => None,
         }
     }
 }

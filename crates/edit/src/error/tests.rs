@@ -43,14 +43,20 @@ fn every_variant_has_a_distinct_stable_code_and_help() {
             "edit::write::data_length",
         ),
         (
-            boxed(SplitError::AlreadySplit { path: "m.gguf".into(), split_no: 0, count: 2 }),
+            boxed(SplitError::at("m.gguf", SplitErrorKind::AlreadySplit { split_no: 0, count: 2 })),
             "edit::split::already_split",
         ),
         (
-            boxed(SplitError::Refused { path: "m.gguf".into(), reason: SplitRefusal::NoTensors }),
+            boxed(SplitError::at(
+                "m.gguf",
+                SplitErrorKind::Refused { reason: SplitRefusal::NoTensors },
+            )),
             "edit::split::refused",
         ),
-        (boxed(SplitError::Busy { path: "m.gguf".into(), dir: "out".into() }), "edit::split::busy"),
+        (
+            boxed(SplitError::at("m.gguf", SplitErrorKind::Busy { dir: "out".into() })),
+            "edit::split::busy",
+        ),
         (
             boxed(InPlaceError::at("m.gguf", InPlaceErrorKind::Length { old: 576, new: 608 })),
             "edit::in_place::length_mismatch",
