@@ -70,6 +70,23 @@ impl InputError {
     pub fn code(&self) -> &'static str {
         Kind::code(self)
     }
+
+    /// The input the error concerns: its own, or the read error's.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            InputError::TooLarge { path, .. } | InputError::EmptyStream { path, .. } => Some(path),
+            InputError::Read(e) => e.path(),
+        }
+    }
+
+    /// The message with the input named once: `TooLarge` and `EmptyStream` name it
+    /// themselves, a read error is `path: message`.
+    pub fn located(&self) -> String {
+        match self {
+            InputError::Read(e) => e.located().to_string(),
+            other => other.to_string(),
+        }
+    }
 }
 
 /// Reads the whole of the file or stream at `path`, refusing it as soon as it holds more than

@@ -192,8 +192,10 @@ fn argument(e: &EditError) -> Option<String> {
         | EditError::NoSuchTensor { old, new }
         | EditError::TensorExists { old, new } => format!("--rename-tensor {}", pair(old, new)),
         EditError::NoSuchKey { key } => format!("--delete {}", quoted(key)),
-        EditError::ValueFile { key, path: p, .. }
-        | EditError::ValueFileNotUtf8 { key, path: p, .. } => {
+        EditError::ValueFile { key, source } => {
+            format!("--set-file {}", pair(key, &path(source.path()?)))
+        }
+        EditError::ValueFileNotUtf8 { key, path: p, .. } => {
             format!("--set-file {}", pair(key, &path(p)))
         }
         _ => return None,
@@ -221,7 +223,10 @@ pub fn edit_error(e: &EditError, file: &str) {
     }
     let message = match e {
         // The file's own path is context; the reason is the input's.
-        EditError::ValueFile { path, source, .. } => input_message(path, source),
+        EditError::ValueFile { source, .. } => match source.path() {
+            Some(path) => input_message(path, source),
+            None => source.to_string(),
+        },
         EditError::InPlace(ip) => return in_place_error(ip, file),
         EditError::Write(w) => {
             let dest = w.path().map_or_else(

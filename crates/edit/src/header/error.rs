@@ -41,13 +41,12 @@ pub enum EditError {
         /// What is wrong with it.
         defect: NameDefect,
     },
-    /// A value file (`--set-file`) cannot be read, or is too large for a GGUF string.
-    #[error("{}: {source}", path.display())]
+    /// A value file (`--set-file`) cannot be read, or is too large for a GGUF string (the
+    /// file is the [`InputError`]'s [`path`](InputError::path)).
+    #[error("{}", source.located())]
     ValueFile {
         /// The key.
         key: String,
-        /// The file.
-        path: PathBuf,
         /// Why.
         source: Box<InputError>,
     },

@@ -123,7 +123,6 @@ impl Edit {
         let max = Limits::default().max_string_len;
         let bytes = crate::read_capped(path, max).map_err(|source| EditError::ValueFile {
             key: key.to_owned(),
-            path: path.to_path_buf(),
             source: Box::new(source),
         })?;
         if let Err(e) = std::str::from_utf8(&bytes) {

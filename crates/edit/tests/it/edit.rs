@@ -491,3 +491,23 @@ fn out_of_place_a_source_changed_during_the_write_fails_the_check() {
     );
     assert_eq!(dir.names(), ["m.gguf"], "no temporary left behind");
 }
+
+/// A value file that cannot be read names the file once, whichever layer found the fault.
+#[test]
+fn a_value_file_that_cannot_be_read_names_it_once() {
+    let dir = TempDir::new("edit-value-file-missing");
+    let missing = dir.join("missing.txt");
+    let e = Edit::set_file("tokenizer.chat_template", &missing).unwrap_err();
+    let EditError::ValueFile { source, .. } = &e else { panic!("{e:?}") };
+    assert_eq!(source.path(), Some(missing.as_path()));
+    let shown = missing.display().to_string();
+    assert!(e.to_string().starts_with(&format!("{shown}: ")), "{e}");
+    assert_eq!(e.to_string().matches(&shown).count(), 1, "{e}");
+
+    let big = dir.join("big.txt");
+    let file = std::fs::File::create(&big).unwrap();
+    file.set_len(sipllm_gguf::Limits::default().max_string_len + 1).unwrap(); // sparse
+    let e = Edit::set_file("tokenizer.chat_template", &big).unwrap_err();
+    assert_eq!(e.code(), "edit::input::too_large");
+    assert_eq!(e.to_string().matches(&big.display().to_string()).count(), 1, "{e}");
+}
