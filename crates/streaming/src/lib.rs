@@ -100,10 +100,10 @@ mod bounds;
 mod error;
 #[cfg(feature = "file")]
 mod file;
+mod format;
 mod gguf_file;
 mod header_bytes;
 mod header_file;
-mod header_only;
 #[cfg(feature = "file")]
 mod input;
 mod llmw_file;
@@ -128,10 +128,10 @@ pub use error::{
 };
 #[cfg(feature = "file")]
 pub use file::FileBacking;
+pub use format::Format;
 pub use gguf_file::{GgufFile, read_header};
 pub use header_bytes::HeaderBytes;
 pub use header_file::{Container, HeaderFile};
-pub use header_only::{HeaderOnly, ModelOrHeader};
 #[cfg(feature = "file")]
 pub use input::{open_nonblocking, open_regular};
 pub use llmw_file::{LlmwFile, read_llmw_header};
@@ -140,7 +140,7 @@ pub use meta::{
 };
 #[cfg(feature = "file")]
 pub use model::open_model;
-pub use model::{Format, Model, open_model_from};
+pub use model::{HeaderOnly, Model, ModelOrHeader, open_model_from};
 pub use options::OpenOptions;
 pub use owned::OwnedStrs;
 /// The string type of the metadata view (the parser's own: stored bytes, UTF-8 unless parsed
