@@ -2,7 +2,7 @@
 //! reach it — symlinks, hard links, `./x` against `x`.
 //!
 //! Every writing command asks this before it writes: an output that is one of its inputs is
-//! refused ([`refuse_output_is_input`], [`WriteErrorKind::OutputIsInput`](crate::WriteErrorKind::OutputIsInput)), never truncated or
+//! refused ([`refuse_output_is_input`], [`WriteErrorKind::OutputIsInput`]), never truncated or
 //! replaced. The in-place header backup is keyed by it too
 //! ([`HeaderBackup`](crate::HeaderBackup) lives beside the file a symlink [`resolve`]s to and
 //! records the [`FileId`] it belongs to).
@@ -124,7 +124,7 @@ pub fn same_file(a: &Path, b: &Path) -> bool {
 ///
 /// # Errors
 ///
-/// [`WriteErrorKind::OutputIsInput`](crate::WriteErrorKind::OutputIsInput).
+/// [`WriteErrorKind::OutputIsInput`].
 pub fn refuse_output_is_input(
     input: &Path,
     output: &Path,
@@ -145,7 +145,7 @@ pub fn refuse_output_is_input(
 ///
 /// # Errors
 ///
-/// [`WriteErrorKind::OutputIsInput`](crate::WriteErrorKind::OutputIsInput).
+/// [`WriteErrorKind::OutputIsInput`].
 pub fn refuse_output_is_open_file(
     input: &File,
     input_path: &Path,

@@ -23,8 +23,8 @@
 //! model ([`sipllm_streaming::lock`]: a second editor is refused, readers wait) and after checking, under
 //! that lock, that the model's header is still the one the new header was planned from (a
 //! concurrent edit that finished first is never silently undone). If step 2 fails it writes
-//! the old bytes back itself and removes the backup ([`InPlaceErrorKind::RolledBack`](crate::InPlaceErrorKind::RolledBack)); if
-//! that fails too, the backup stays ([`InPlaceErrorKind::Torn`](crate::InPlaceErrorKind::Torn)).
+//! the old bytes back itself and removes the backup ([`InPlaceErrorKind::RolledBack`]); if
+//! that fails too, the backup stays ([`InPlaceErrorKind::Torn`]).
 //!
 //! A crash before step 1 completes leaves the model untouched (and at most a stray
 //! temporary). A crash after it leaves the backup: [`HeaderBackup::pending`] tells a caller
@@ -141,8 +141,8 @@ impl HeaderBackup {
     ///
     /// # Errors
     ///
-    /// [`InPlaceErrorKind::Pending`](crate::InPlaceErrorKind::Pending) when the model already has a backup (it is kept);
-    /// [`InPlaceErrorKind::BackupWrite`](crate::InPlaceErrorKind::BackupWrite) when the backup cannot be written (the model is not
+    /// [`InPlaceErrorKind::Pending`] when the model already has a backup (it is kept);
+    /// [`InPlaceErrorKind::BackupWrite`] when the backup cannot be written (the model is not
     /// touched), or when a run lies outside `old_header`.
     pub fn write(
         model: &Path,
@@ -191,7 +191,7 @@ impl HeaderBackup {
     ///
     /// # Errors
     ///
-    /// [`InPlaceErrorKind::BackupRemove`](crate::InPlaceErrorKind::BackupRemove) when the file cannot be removed.
+    /// [`InPlaceErrorKind::BackupRemove`] when the file cannot be removed.
     pub fn remove(self) -> Result<(), InPlaceError> {
         self.remove_after(false)
     }
@@ -368,23 +368,23 @@ pub struct InPlaceStats {
 ///
 /// # Errors
 ///
-/// - [`InPlaceErrorKind::Length`](crate::InPlaceErrorKind::Length): the headers' lengths differ; nothing was written;
+/// - [`InPlaceErrorKind::Length`]: the headers' lengths differ; nothing was written;
 /// - [`StreamErrorKind::Locked`]: another process holds a lock on the model (an in-place edit,
 ///   or a reader); nothing was written;
 /// - [`StreamErrorKind::Open`]: the model's length cannot be read; nothing was written;
-/// - [`InPlaceErrorKind::FileTooShort`](crate::InPlaceErrorKind::FileTooShort): the model is shorter than the header; nothing was
+/// - [`InPlaceErrorKind::FileTooShort`]: the model is shorter than the header; nothing was
 ///   written;
-/// - [`InPlaceErrorKind::Changed`](crate::InPlaceErrorKind::Changed): the model's header is not `old_header` (any more);
+/// - [`InPlaceErrorKind::Changed`]: the model's header is not `old_header` (any more);
 ///   nothing was written;
-/// - [`InPlaceErrorKind::Pending`](crate::InPlaceErrorKind::Pending): the model has a backup already (an interrupted
+/// - [`InPlaceErrorKind::Pending`]: the model has a backup already (an interrupted
 ///   rewrite); nothing was written;
-/// - [`InPlaceErrorKind::BackupWrite`](crate::InPlaceErrorKind::BackupWrite): the backup could not be written; the model was not
+/// - [`InPlaceErrorKind::BackupWrite`]: the backup could not be written; the model was not
 ///   changed;
-/// - [`InPlaceErrorKind::RolledBack`](crate::InPlaceErrorKind::RolledBack): writing the new blocks failed and the old ones were
+/// - [`InPlaceErrorKind::RolledBack`]: writing the new blocks failed and the old ones were
 ///   written back (the backup is removed);
-/// - [`InPlaceErrorKind::Torn`](crate::InPlaceErrorKind::Torn): writing the new blocks failed and so did writing the old
+/// - [`InPlaceErrorKind::Torn`]: writing the new blocks failed and so did writing the old
 ///   ones back: the header may be torn and the backup is kept for [`recover`];
-/// - [`InPlaceErrorKind::BackupRemove`](crate::InPlaceErrorKind::BackupRemove): the new header is complete and synced, but the
+/// - [`InPlaceErrorKind::BackupRemove`]: the new header is complete and synced, but the
 ///   backup could not be removed.
 pub fn rewrite_header_in_place(
     file: &File,
@@ -512,24 +512,24 @@ pub struct RecoverStats {
 ///
 /// # Errors
 ///
-/// - [`InPlaceErrorKind::NoBackup`](crate::InPlaceErrorKind::NoBackup): `model` has no backup;
-/// - [`InPlaceErrorKind::BackupRead`](crate::InPlaceErrorKind::BackupRead): the backup cannot be read;
-/// - [`InPlaceErrorKind::BadBackup`](crate::InPlaceErrorKind::BadBackup): the backup is not a record `sipllm` wrote, is
+/// - [`InPlaceErrorKind::NoBackup`]: `model` has no backup;
+/// - [`InPlaceErrorKind::BackupRead`]: the backup cannot be read;
+/// - [`InPlaceErrorKind::BadBackup`]: the backup is not a record `sipllm` wrote, is
 ///   damaged, or describes a header past the model (the model is not written);
 /// - [`StreamErrorKind::Open`]: the model cannot be opened for writing;
 /// - [`StreamErrorKind::Locked`]: another process holds a lock on the model;
-/// - [`InPlaceErrorKind::OtherFile`](crate::InPlaceErrorKind::OtherFile): the backup was made for another file (device and
+/// - [`InPlaceErrorKind::OtherFile`]: the backup was made for another file (device and
 ///   inode differ); the model is not written;
-/// - [`InPlaceErrorKind::WrongModel`](crate::InPlaceErrorKind::WrongModel): the model's length is not the recorded one (it is
+/// - [`InPlaceErrorKind::WrongModel`]: the model's length is not the recorded one (it is
 ///   not written);
 /// - [`StreamErrorKind::Io`] / [`StreamErrorKind::UnexpectedEof`]: reading the header region failed;
-/// - [`InPlaceErrorKind::BackupMismatch`](crate::InPlaceErrorKind::BackupMismatch): the backup's blocks over the current header would
+/// - [`InPlaceErrorKind::BackupMismatch`]: the backup's blocks over the current header would
 ///   not give the recorded header; the model is not written;
-/// - [`InPlaceErrorKind::RestoreWrite`](crate::InPlaceErrorKind::RestoreWrite): writing or syncing the old bytes failed;
-/// - [`InPlaceErrorKind::RestoreMismatch`](crate::InPlaceErrorKind::RestoreMismatch): after the write, the header region does not hash
+/// - [`InPlaceErrorKind::RestoreWrite`]: writing or syncing the old bytes failed;
+/// - [`InPlaceErrorKind::RestoreMismatch`]: after the write, the header region does not hash
 ///   to the recorded value;
-/// - [`InPlaceErrorKind::RestoredInvalid`](crate::InPlaceErrorKind::RestoredInvalid): the restored model does not open;
-/// - [`InPlaceErrorKind::BackupRemove`](crate::InPlaceErrorKind::BackupRemove): all is restored and checked, but the backup could
+/// - [`InPlaceErrorKind::RestoredInvalid`]: the restored model does not open;
+/// - [`InPlaceErrorKind::BackupRemove`]: all is restored and checked, but the backup could
 ///   not be removed.
 pub fn recover(model: &Path) -> Result<RecoverStats, InPlaceError> {
     let backup = HeaderBackup::path_of(model);

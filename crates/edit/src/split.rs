@@ -288,7 +288,7 @@ pub fn plan_split(src: &Path, options: &SplitOptions) -> Result<Vec<PlannedShard
 /// that nobody holds locked). If a shard fails, nothing is renamed; if a rename fails, the
 /// shards already renamed are removed again.
 ///
-/// Refused: a shard name that is the input ([`WriteErrorKind::OutputIsInput`](crate::WriteErrorKind::OutputIsInput), by file
+/// Refused: a shard name that is the input ([`WriteErrorKind::OutputIsInput`], by file
 /// identity); a file that is already a shard of a set ([`SplitErrorKind::AlreadySplit`]); a
 /// limit of 0, a file without tensors, a tensor of unknown size, a plan of more than 65,535
 /// shards, and an empty shard other than a metadata-only first ([`SplitErrorKind::Refused`]).
@@ -436,7 +436,7 @@ fn rename_set(pending: Vec<(ClosedTemp, WrittenFile)>) -> Result<Vec<WrittenFile
 /// file in bounded memory from the descriptors the shards were parsed through (each shard is
 /// opened once and held), and `out` is written to a temporary and renamed into place (through
 /// a symlink: over the file it points at). `out` must not be one of the shards, by file
-/// identity ([`WriteErrorKind::OutputIsInput`](crate::WriteErrorKind::OutputIsInput)).
+/// identity ([`WriteErrorKind::OutputIsInput`]).
 pub fn merge(shard: &Path, out: &Path, options: &OpenOptions) -> Result<WrittenFile, SplitError> {
     merge_with(shard, out, options, &mut |_, _| {})
 }
@@ -469,7 +469,7 @@ pub fn merge_with(
 ///
 /// # Errors
 ///
-/// [`WriteErrorKind::OutputIsInput`](crate::WriteErrorKind::OutputIsInput) when `out` is one of the shards; [`StreamErrorKind::Open`] for a
+/// [`WriteErrorKind::OutputIsInput`] when `out` is one of the shards; [`StreamErrorKind::Open`] for a
 /// shard held in memory (not a file); the write's errors.
 pub fn merge_set(set: &SplitFile, out: &Path) -> Result<WrittenFile, SplitError> {
     merge_set_with(set, out, &mut |_, _| {})

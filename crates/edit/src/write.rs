@@ -692,7 +692,7 @@ impl<'a> GgufFileBuilder<'a> {
 ///
 /// # Errors
 ///
-/// [`WriteErrorKind::Llmw`](crate::WriteErrorKind::Llmw): the writer refused the model (a duplicate key, a string too
+/// [`WriteErrorKind::Llmw`]: the writer refused the model (a duplicate key, a string too
 /// long…), a tensor's reader failed, or a write failed.
 pub fn write_llmw_into(writer: LlmwWriter<'_>, out: &AtomicFile) -> Result<u64, WriteError> {
     let fail = |source| WriteError::at(out.dest().to_path_buf(), WriteErrorKind::Llmw { source });

@@ -18,9 +18,9 @@ use crate::options::OpenOptions;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Format {
-    /// GGUF (llama.cpp's format): [`GgufFile`].
+    /// GGUF (llama.cpp's format): [`GgufFile`](crate::GgufFile).
     Gguf,
-    /// `.llmw` (the engine's format): [`LlmwFile`].
+    /// `.llmw` (the engine's format): [`LlmwFile`](crate::LlmwFile).
     Llmw,
 }
 
