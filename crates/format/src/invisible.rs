@@ -15,6 +15,10 @@ pub const INVISIBLE_RANGES: &[(u32, u32)] = table::INVISIBLE;
 /// separator, or U+2800 (drawn blank). Controls are not included: `char::is_control`.
 pub fn is_invisible(c: char) -> bool {
     let c = u32::from(c);
+    // Below the table's first code point (U+00AD): all of ASCII, at one comparison.
+    if table::INVISIBLE.first().is_none_or(|&(lo, _)| c < lo) {
+        return false;
+    }
     table::INVISIBLE
         .binary_search_by(|&(lo, hi)| {
             if hi < c {
@@ -31,8 +35,11 @@ pub fn is_invisible(c: char) -> bool {
 /// The first invisible character ([`is_invisible`]) in `bytes` (UTF-8, or not: invalid
 /// sequences are skipped), with its byte offset.
 pub fn first_invisible(bytes: &[u8]) -> Option<(usize, char)> {
-    let mut at = 0usize;
-    for chunk in bytes.utf8_chunks() {
+    // No invisible character is ASCII (the table starts above it: a test checks), and an
+    // ASCII byte is a whole character, so the scan starts at the first byte that is not one:
+    // a name like `blk.0.attn_q.weight` costs one pass over its bytes, no decoding.
+    let mut at = bytes.iter().position(|b| !b.is_ascii())?;
+    for chunk in bytes.get(at..).unwrap_or_default().utf8_chunks() {
         for (i, c) in chunk.valid().char_indices() {
             if is_invisible(c) {
                 return Some((at + i, c));
@@ -74,6 +81,9 @@ mod tests {
         {
             assert!(!is_invisible(c), "U+{:04X}", u32::from(c));
         }
+        // No ASCII code point is invisible, as `first_invisible`'s fast path assumes.
+        assert!(table::INVISIBLE.first().is_some_and(|&(lo, _)| lo > 0x7f));
+        assert!((0u8..=0x7f).all(|b| !is_invisible(char::from(b))));
         // The table is sorted and disjoint, as the binary search needs.
         assert!(table::INVISIBLE.windows(2).all(|w| w[0].0 <= w[0].1 && w[0].1 < w[1].0));
     }
@@ -83,5 +93,10 @@ mod tests {
         assert_eq!(first_invisible(b"output.weight"), None);
         assert_eq!(first_invisible("a\u{e0041}b".as_bytes()), Some((1, '\u{e0041}')));
         assert_eq!(first_invisible(b"\xff\xfe x\xe2\x80\x8b"), Some((4, '\u{200b}')));
+        // After an ASCII prefix (skipped undecoded) the offsets are still the whole name's.
+        assert_eq!(first_invisible("blk.0.\u{e9}\u{200b}".as_bytes()), Some((8, '\u{200b}')));
+        assert_eq!(first_invisible(b"ab\xff\xe2\x80\x8b"), Some((3, '\u{200b}')));
+        assert_eq!(first_invisible("blk.0.\u{e9}".as_bytes()), None);
+        assert_eq!(first_invisible(b""), None);
     }
 }
