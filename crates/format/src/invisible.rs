@@ -37,7 +37,11 @@ pub fn is_invisible(c: char) -> bool {
 pub fn first_invisible(bytes: &[u8]) -> Option<(usize, char)> {
     // No invisible character is ASCII (the table starts above it: a test checks), and an
     // ASCII byte is a whole character, so the scan starts at the first byte that is not one:
-    // a name like `blk.0.attn_q.weight` costs one pass over its bytes, no decoding.
+    // a name like `blk.0.attn_q.weight` costs one word-at-a-time pass, no decoding.
+    if bytes.is_ascii() {
+        // Word at a time: the usual name ends here.
+        return None;
+    }
     let mut at = bytes.iter().position(|b| !b.is_ascii())?;
     for chunk in bytes.get(at..).unwrap_or_default().utf8_chunks() {
         for (i, c) in chunk.valid().char_indices() {
