@@ -326,16 +326,6 @@ impl InPlaceError {
         InPlaceError::new(Some(model.into()), Some(backup.into()), kind)
     }
 
-    /// What went wrong.
-    pub fn kind(&self) -> &InPlaceErrorKind {
-        &self.0.kind
-    }
-
-    /// What went wrong, owned.
-    pub fn into_kind(self) -> InPlaceErrorKind {
-        self.0.kind
-    }
-
     /// The absolute byte offset of a failed write, when there is one.
     pub fn offset(&self) -> Option<u64> {
         self.0.kind.offset()
@@ -481,12 +471,4 @@ impl Kind for InPlaceErrorKind {
     }
 }
 
-impl Kind for InPlaceError {
-    fn code(&self) -> &'static str {
-        self.0.kind.code()
-    }
-
-    fn help(&self) -> &'static str {
-        self.0.kind.help()
-    }
-}
+wrapper!(InPlaceError => InPlaceErrorKind);

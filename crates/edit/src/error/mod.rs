@@ -22,6 +22,45 @@
 //! One file per type: this one ([`WriteError`]), `split.rs`, `in_place.rs` (with
 //! `backup_defect.rs`).
 
+/// What every wrapper of a kind (the file once, around what went wrong) has alike: [`Kind`]
+/// by its kind, and `code`, `help`, `kind`, `into_kind` without importing the trait.
+/// Invoked in each wrapper's module (its field is private there).
+macro_rules! wrapper {
+    ($ty:ident => $kind:ident) => {
+        impl Kind for $ty {
+            fn code(&self) -> &'static str {
+                self.0.kind.code()
+            }
+
+            fn help(&self) -> &'static str {
+                self.0.kind.help()
+            }
+        }
+
+        impl $ty {
+            /// The stable code ([`Kind::code`], without importing the trait).
+            pub fn code(&self) -> &'static str {
+                Kind::code(self)
+            }
+
+            /// What to check or change ([`Kind::help`], without importing the trait).
+            pub fn help(&self) -> &'static str {
+                Kind::help(self)
+            }
+
+            /// What went wrong.
+            pub fn kind(&self) -> &$kind {
+                &self.0.kind
+            }
+
+            /// What went wrong, owned.
+            pub fn into_kind(self) -> $kind {
+                self.0.kind
+            }
+        }
+    };
+}
+
 mod backup_defect;
 mod in_place;
 mod split;
@@ -173,16 +212,6 @@ impl Kind for WriteErrorKind {
     }
 }
 
-impl Kind for WriteError {
-    fn code(&self) -> &'static str {
-        self.0.kind.code()
-    }
-
-    fn help(&self) -> &'static str {
-        self.0.kind.help()
-    }
-}
-
 impl std::fmt::Display for WriteError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.0.kind {
@@ -223,16 +252,6 @@ impl WriteError {
         WriteError::at(path, WriteErrorKind::Write { offset, source })
     }
 
-    /// What went wrong.
-    pub fn kind(&self) -> &WriteErrorKind {
-        &self.0.kind
-    }
-
-    /// What went wrong, owned.
-    pub fn into_kind(self) -> WriteErrorKind {
-        self.0.kind
-    }
-
     /// The file the error concerns, when known: the destination, or for a failed read the
     /// source's file.
     pub fn path(&self) -> Option<&Path> {
@@ -265,23 +284,7 @@ impl WriteError {
     }
 }
 
-macro_rules! inherent {
-    ($($ty:ident),*) => {$(
-        impl $ty {
-            /// The stable code ([`Kind::code`], without importing the trait).
-            pub fn code(&self) -> &'static str {
-                Kind::code(self)
-            }
-
-            /// What to check or change ([`Kind::help`], without importing the trait).
-            pub fn help(&self) -> &'static str {
-                Kind::help(self)
-            }
-        }
-    )*};
-}
-
-inherent!(WriteError, SplitError, InPlaceError);
+wrapper!(WriteError => WriteErrorKind);
 
 #[cfg(test)]
 mod tests;

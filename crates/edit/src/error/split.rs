@@ -163,16 +163,6 @@ impl Kind for SplitErrorKind {
     }
 }
 
-impl Kind for SplitError {
-    fn code(&self) -> &'static str {
-        self.0.kind.code()
-    }
-
-    fn help(&self) -> &'static str {
-        self.0.kind.help()
-    }
-}
-
 impl fmt::Display for SplitError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.kind.fmt(f)
@@ -209,16 +199,6 @@ impl SplitError {
         SplitError(Box::new(SplitInner { path: Some(path.into()), kind }))
     }
 
-    /// What went wrong.
-    pub fn kind(&self) -> &SplitErrorKind {
-        &self.0.kind
-    }
-
-    /// What went wrong, owned.
-    pub fn into_kind(self) -> SplitErrorKind {
-        self.0.kind
-    }
-
     /// The write error, for [`SplitErrorKind::Write`].
     pub fn write_error(&self) -> Option<&WriteError> {
         // One kind holds a write error.
@@ -241,3 +221,5 @@ impl SplitError {
         }
     }
 }
+
+wrapper!(SplitError => SplitErrorKind);
