@@ -27,8 +27,8 @@ use sipllm_gguf::{Gguf, ParseOptions, Profile};
 use sipllm_llmw::Llmw;
 use sipllm_streaming::HeaderBytes;
 use sipllm_streaming::{
-    Backend, MemSource, Model, ModelOrHeader, OpenOptions, SplitFile, StreamError, StreamErrorKind,
-    WeightSource, lock,
+    Backend, HeaderOnly, MemSource, Model, ModelOrHeader, OpenOptions, SplitFile, StreamError,
+    StreamErrorKind, WeightSource, lock,
 };
 
 pub use sipllm_streaming::Format;
@@ -71,7 +71,7 @@ enum Parsed {
     Model(Box<Model>),
     /// A GGUF whose tensor data is not all inside the file, parsed by the lenient profile:
     /// the header can be inspected but no tensor can be read.
-    GgufHeaderOnly(Box<Gguf<HeaderBytes>>),
+    GgufHeaderOnly(HeaderOnly),
 }
 
 impl fmt::Debug for Opened {
@@ -98,7 +98,7 @@ impl Opened {
                 name,
                 format: Format::Gguf,
                 file_size: header.file_size(),
-                parsed: Parsed::GgufHeaderOnly(Box::new(header.into_gguf())),
+                parsed: Parsed::GgufHeaderOnly(header),
             },
         }
     }
@@ -131,7 +131,7 @@ impl Opened {
     pub fn gguf(&self) -> Option<&Gguf<HeaderBytes>> {
         match &self.parsed {
             Parsed::Model(m) => m.gguf().map(|f| f.gguf()),
-            Parsed::GgufHeaderOnly(g) => Some(g),
+            Parsed::GgufHeaderOnly(h) => Some(h.gguf()),
         }
     }
 

@@ -99,6 +99,16 @@ pub(crate) enum Opened<C> {
     OutOfBounds { ast: C, file_size: u64, error: StreamError },
 }
 
+impl<C> Opened<C> {
+    /// The file, or the bounds error of a header kept.
+    pub(crate) fn into_file(self) -> Result<HeaderFile<C>, StreamError> {
+        match self {
+            Opened::File(file) => Ok(file),
+            Opened::OutOfBounds { error, .. } => Err(error),
+        }
+    }
+}
+
 /// A model file of container format `C` opened as a [`WeightSource`]: header and directory
 /// parsed, every tensor checked to lie inside the file, tensor data read only on request.
 /// Use it through its names [`GgufFile`](crate::GgufFile) and [`LlmwFile`](crate::LlmwFile).
@@ -123,9 +133,7 @@ impl<C: Container> HeaderFile<C> {
     /// mapping it would only add its pages to the resident set.
     #[cfg(feature = "file")]
     pub fn from_backing(backing: FileBacking, options: &OpenOptions) -> Result<Self, StreamError> {
-        let path = backing.path().to_path_buf();
-        let header = read::<C>(&backing.pread_view(), Some(&path), options)?;
-        Self::assemble(header, Box::new(backing), Some(path), options)
+        Self::from_backing_or_header(backing, options)?.into_file()
     }
 
     /// Opens a file held by any positional source ([`MemSource`](crate::MemSource), an
@@ -135,7 +143,7 @@ impl<C: Container> HeaderFile<C> {
         options: &OpenOptions,
     ) -> Result<Self, StreamError> {
         let header = read::<C>(&source, None, options)?;
-        Self::assemble(header, Box::new(source), None, options)
+        Self::assemble_or_header(header, Box::new(source), None, options)?.into_file()
     }
 
     /// [`from_source`](Self::from_source) for a source with a name (a URL, say): `name` is
@@ -145,9 +153,7 @@ impl<C: Container> HeaderFile<C> {
         name: impl Into<PathBuf>,
         options: &OpenOptions,
     ) -> Result<Self, StreamError> {
-        let name = name.into();
-        let header = read::<C>(&source, Some(&name), options)?;
-        Self::assemble(header, Box::new(source), Some(name), options)
+        Self::from_named_source_or_header(source, name.into(), options)?.into_file()
     }
 
     /// [`from_backing`](Self::from_backing), keeping the parsed header when the only fault is
@@ -171,18 +177,6 @@ impl<C: Container> HeaderFile<C> {
     ) -> Result<Opened<C>, StreamError> {
         let header = read::<C>(&source, Some(&name), options)?;
         Self::assemble_or_header(header, Box::new(source), Some(name), options)
-    }
-
-    fn assemble(
-        header: (C, HeaderStats),
-        source: Box<dyn ReadAt>,
-        path: Option<PathBuf>,
-        options: &OpenOptions,
-    ) -> Result<Self, StreamError> {
-        match Self::assemble_or_header(header, source, path, options)? {
-            Opened::File(file) => Ok(file),
-            Opened::OutOfBounds { error, .. } => Err(error),
-        }
     }
 
     fn assemble_or_header(

@@ -143,11 +143,7 @@ impl Model {
         name: impl Into<PathBuf>,
         options: &OpenOptions,
     ) -> Result<Model, StreamError> {
-        let name = name.into();
-        Ok(match Format::detect(&source, Some(&name))? {
-            Format::Gguf => Model::Gguf(GgufFile::from_named_source(source, name, options)?),
-            Format::Llmw => Model::Llmw(LlmwFile::from_named_source(source, name, options)?),
-        })
+        from_named(source, name.into(), options, false)?.into_model()
     }
 
     /// The file's format (a split set is [`Format::Gguf`]: its shards are GGUF files).
@@ -354,11 +350,6 @@ impl HeaderOnly {
     pub fn error(&self) -> &StreamError {
         &self.error
     }
-
-    /// The parsed header, owned.
-    pub fn into_gguf(self) -> Gguf<HeaderBytes> {
-        *self.gguf
-    }
 }
 
 impl<M> ModelOrHeader<M> {
@@ -403,17 +394,27 @@ impl ModelOrHeader {
         name: impl Into<PathBuf>,
         options: &OpenOptions,
     ) -> Result<Self, StreamError> {
-        let name = name.into();
-        Ok(match Format::detect(&source, Some(&name))? {
-            Format::Gguf => {
-                let opened = GgufFile::from_named_source_or_header(source, name, options)?;
-                header_kept(opened, keeps_header(options))?.map(Model::Gguf)
-            }
-            Format::Llmw => ModelOrHeader::Model(Model::Llmw(LlmwFile::from_named_source(
-                source, name, options,
-            )?)),
-        })
+        from_named(source, name.into(), options, keeps_header(options))
     }
+}
+
+/// The one open behind [`Model::from_named_source`] (no header kept) and
+/// [`ModelOrHeader::from_named_source`].
+fn from_named(
+    source: impl ReadAt + 'static,
+    name: PathBuf,
+    options: &OpenOptions,
+    keep_header: bool,
+) -> Result<ModelOrHeader, StreamError> {
+    Ok(match Format::detect(&source, Some(&name))? {
+        Format::Gguf => {
+            let opened = GgufFile::from_named_source_or_header(source, name, options)?;
+            header_kept(opened, keep_header)?.map(Model::Gguf)
+        }
+        Format::Llmw => {
+            ModelOrHeader::Model(Model::Llmw(LlmwFile::from_named_source(source, name, options)?))
+        }
+    })
 }
 
 /// The lenient profile keeps headers; the others report the bounds error as ever.
